@@ -79,7 +79,7 @@ typedef struct mdq_match_queue mdq_match_queue_t;
 unsigned mdq_match_bits_for_size(uint32_t comm_size);
 /* threshold = (3*ds+1)*adjustment; adjustment must be >= 1.0 */
 uint32_t mdq_match_threshold(uint32_t comm_size, double adjustment);
-/* rank -> (c3, c2, c1, c0) for a given bits */
+/* rank -> (c3, c2, c1, c0) for a given bits: c[0] = c3 (most significant) ... c[3] = c0 */
 void mdq_match_decompose(uint32_t rank, unsigned bits, uint32_t c[4]);
 
 /* ---- pools ---- */
@@ -88,6 +88,13 @@ void mdq_match_pool_destroy(mdq_match_pool_t *pool);
 /* bytes currently held by live Cubes + JumpPoints (+ queue heads) allocated from the pool */
 size_t mdq_match_pool_bytes_live(const mdq_match_pool_t *pool);
 size_t mdq_match_pool_bytes_peak(const mdq_match_pool_t *pool);
+/* Added by the engine: cap bytes_live (0 = no cap, the default). A Cube or
+ * JumpPoint the pool refuses (cap or out of memory) never loses a message:
+ * the queue that needed it switches to linear mode, keeping every item in
+ * sequence order. Queue creation over the cap returns NULL. */
+void mdq_match_pool_set_limit(mdq_match_pool_t *pool, size_t max_live_bytes);
+/* Added: slab memory obtained from malloc (>= live object bytes). */
+size_t mdq_match_pool_bytes_reserved(const mdq_match_pool_t *pool);
 
 /* ---- queues ---- */
 /* Returns NULL on bad arguments (adjustment < 1.0, size == 0) or out of memory. */
@@ -102,6 +109,8 @@ unsigned mdq_match_queue_bits(const mdq_match_queue_t *q);
 const mdq_match_stats_t *mdq_match_queue_stats(const mdq_match_queue_t *q);
 /* fixed bytes of this queue (the ContextIdLead) */
 size_t mdq_match_queue_bytes(const mdq_match_queue_t *q);
+/* Added: live Cubes and JumpPoints of this queue (n_c3, n_JP of Eq. 4.20). */
+void mdq_match_queue_tallies(const mdq_match_queue_t *q, uint64_t *n_cubes, uint64_t *n_jps);
 
 /* Operation 1 (message arrival): find the posted receive matching (rank,
  * tag), the oldest by sequence among the ranked and ANY_SOURCE candidates,
@@ -129,7 +138,9 @@ void mdq_match_append_posted(mdq_match_queue_t *q, mdq_match_item_t *item,
  * a queued item (posted or unexpected) in O(1). Returns false if the item
  * is not queued (already matched). */
 bool mdq_match_remove(mdq_match_queue_t *q, mdq_match_item_t *item);
-/* True if the item is currently queued. */
+/* True if the item is currently queued. The engine clears item->home when an
+ * item leaves a queue; an item never queued must have home == NULL (zero it
+ * when the request/fragment is initialised). */
 bool mdq_match_is_queued(const mdq_match_item_t *item);
 
 /* Remove every queued item, calling fn for each (posted first, then
