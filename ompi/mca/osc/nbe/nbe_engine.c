@@ -1,0 +1,1164 @@
+/*
+ * nbe_engine: epoch state machines of osc/nbe (see nbe_engine.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nbe_engine.h"
+#include "nbe_traits.h"
+
+/* One peer of an epoch: a target of an access epoch or an origin of an
+ * exposure epoch. */
+typedef struct nbe_leg {
+    int      rank;
+    uint64_t id;          /* per-pair epoch id (0: no grant needed, NOCHECK) */
+    uint64_t unlock_seq;  /* passive: seq of the UNLOCK we sent */
+    uint64_t flush_thr;   /* passive: threshold of a pending flush_all */
+    uint8_t  requested;   /* passive: lock requested */
+    uint8_t  granted;
+    uint8_t  closed_sent; /* DONE / UNLOCK sent */
+    uint8_t  finished;
+} nbe_leg_t;
+
+struct nbe_epoch {
+    nbe_epoch_t      *prev, *next;
+    nbe_epoch_kind_t  kind;
+    nbe_epoch_state_t state;
+    int               app_open;   /* not yet closed by the application */
+    int               implicit;   /* idle fence epoch closed by a later sync call */
+    uint64_t          open_seq, close_seq;
+    int               assert_bits;
+    int               lock_type;
+    nbe_leg_t        *legs;       /* sorted by rank */
+    int               nlegs, cap_legs;
+    uint64_t          fence_id;
+    int               fence_granted;
+    int               fence_done_sent;
+    int               had_ops;
+    nbe_op_t         *qh, *qt;    /* recorded operations, FIFO */
+    size_t            queued;
+    nbe_req_t        *open_req, *close_req;
+};
+
+typedef struct nbe_fence_slot {
+    uint64_t grants, dones, ops_in, expected;
+} nbe_fence_slot_t;
+
+typedef struct nbe_lock_waiter {
+    struct nbe_lock_waiter *next;
+    int      origin;
+    int      type;
+    uint64_t id;
+} nbe_lock_waiter_t;
+
+enum { LK_FREE = 0, LK_SHARED, LK_EXCL };
+
+struct nbe_engine {
+    int              rank, size;
+    nbe_transport_t  tx;
+    void            *ctx;
+    nbe_traits_t     traits;
+    nbe_epoch_t     *head, *tail;
+    size_t           nepochs;
+    uint64_t         seq;          /* application-level open/close counter */
+    uint64_t         fence_seq;
+    nbe_fence_slot_t fslot[3];
+    /* application-level open epochs */
+    nbe_epoch_t     *cur_fence, *cur_start, *cur_post, *cur_lock_all;
+    int              nlocks_open;
+    /* target-side lock manager (strict FIFO) */
+    int              lk_mode, lk_shared;
+    nbe_lock_waiter_t *lkq_head, *lkq_tail;
+    /* loopback of control messages to self */
+    nbe_ctrl_t      *loop;
+    size_t           loop_n, loop_cap;
+    nbe_trait_t     *watch;        /* traits with a pending UNLOCK / FLUSH_REQ */
+    nbe_req_t       *flushes;
+    uint64_t         pending_local_total;
+    size_t           queued_total;
+    int              in_progress;
+    nbe_stats_t      stats;
+};
+
+/* ------------------------------------------------------------------ */
+
+static int is_passive(nbe_epoch_kind_t k)
+{
+    return NBE_EP_LOCK == k || NBE_EP_LOCK_ALL == k;
+}
+
+static nbe_trait_t *trait(nbe_engine_t *e, int rank)
+{
+    return nbe_traits_get(&e->traits, rank);
+}
+
+static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t b,
+                      int lock_type, int flags)
+{
+    nbe_ctrl_t m;
+    memset(&m, 0, sizeof(m));
+    m.type = (uint8_t) type;
+    m.lock_type = (uint8_t) lock_type;
+    m.flags = (uint8_t) flags;
+    m.src = e->rank;
+    m.a = a;
+    m.b = b;
+    e->stats.ctrl_sent++;
+    if (peer == e->rank) {
+        if (e->loop_n == e->loop_cap) {
+            size_t ncap = e->loop_cap ? 2 * e->loop_cap : 16;
+            nbe_ctrl_t *nl = realloc(e->loop, ncap * sizeof(*nl));
+            if (NULL == nl) abort();   /* cannot lose a control message */
+            e->loop = nl;
+            e->loop_cap = ncap;
+        }
+        e->loop[e->loop_n++] = m;
+        return;
+    }
+    e->tx.send_ctrl(e->ctx, peer, &m);
+}
+
+static nbe_req_t *req_new(nbe_req_kind_t kind)
+{
+    nbe_req_t *r = calloc(1, sizeof(*r));
+    if (r) {
+        r->kind = kind;
+        r->target = -1;
+    }
+    return r;
+}
+
+static void req_done(nbe_engine_t *e, nbe_req_t *r)
+{
+    if (NULL == r || r->complete) return;
+    r->complete = 1;
+    if (e->tx.req_complete) e->tx.req_complete(e->ctx, r);
+}
+
+void nbe_req_free(nbe_req_t *req)
+{
+    free(req);
+}
+
+/* ------------------------------------------------------------------ */
+/* legs */
+
+static nbe_leg_t *leg_find(nbe_epoch_t *ep, int rank)
+{
+    int lo = 0, hi = ep->nlegs - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (ep->legs[mid].rank == rank) return &ep->legs[mid];
+        if (ep->legs[mid].rank < rank) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+static nbe_leg_t *leg_insert(nbe_epoch_t *ep, int rank)
+{
+    nbe_leg_t *l = leg_find(ep, rank);
+    if (l) return l;
+    if (ep->nlegs == ep->cap_legs) {
+        int ncap = ep->cap_legs ? 2 * ep->cap_legs : 4;
+        nbe_leg_t *nl = realloc(ep->legs, (size_t) ncap * sizeof(*nl));
+        if (NULL == nl) return NULL;
+        ep->legs = nl;
+        ep->cap_legs = ncap;
+    }
+    int pos = 0;
+    while (pos < ep->nlegs && ep->legs[pos].rank < rank) pos++;
+    memmove(&ep->legs[pos + 1], &ep->legs[pos], (size_t) (ep->nlegs - pos) * sizeof(nbe_leg_t));
+    memset(&ep->legs[pos], 0, sizeof(nbe_leg_t));
+    ep->legs[pos].rank = rank;
+    ep->nlegs++;
+    return &ep->legs[pos];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *) a, y = *(const int *) b;
+    return (x > y) - (x < y);
+}
+
+static int legs_from_ranks(nbe_epoch_t *ep, const int *ranks, int n)
+{
+    if (n <= 0) return NBE_OK;
+    int *tmp = malloc((size_t) n * sizeof(int));
+    if (NULL == tmp) return NBE_ERR_NOMEM;
+    memcpy(tmp, ranks, (size_t) n * sizeof(int));
+    qsort(tmp, (size_t) n, sizeof(int), cmp_int);
+    ep->legs = calloc((size_t) n, sizeof(nbe_leg_t));
+    if (NULL == ep->legs) {
+        free(tmp);
+        return NBE_ERR_NOMEM;
+    }
+    ep->cap_legs = n;
+    for (int i = 0; i < n; ++i) {
+        if (ep->nlegs > 0 && ep->legs[ep->nlegs - 1].rank == tmp[i]) continue;
+        ep->legs[ep->nlegs++].rank = tmp[i];
+    }
+    free(tmp);
+    return NBE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* epoch list */
+
+static nbe_epoch_t *epoch_new(nbe_engine_t *e, nbe_epoch_kind_t kind, int assert_bits)
+{
+    nbe_epoch_t *ep = calloc(1, sizeof(*ep));
+    if (NULL == ep) return NULL;
+    ep->kind = kind;
+    ep->state = NBE_EPOCH_DEFERRED;
+    ep->app_open = 1;
+    ep->assert_bits = assert_bits;
+    ep->open_seq = ++e->seq;
+    return ep;
+}
+
+static void epoch_append(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    ep->prev = e->tail;
+    ep->next = NULL;
+    if (e->tail) e->tail->next = ep;
+    else e->head = ep;
+    e->tail = ep;
+    e->nepochs++;
+    e->stats.epochs_opened++;
+}
+
+static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
+{
+    ep->app_open = 0;
+    ep->close_seq = ++e->seq;
+    ep->close_req = req;
+}
+
+static int fence_granted(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    if (!ep->fence_granted &&
+        e->fslot[ep->fence_id % 3].grants >= (uint64_t) (e->size - 1)) {
+        ep->fence_granted = 1;
+    }
+    return ep->fence_granted;
+}
+
+static int target_granted(nbe_engine_t *e, nbe_epoch_t *ep, int target)
+{
+    if (NBE_EPOCH_ACTIVE != ep->state) return 0;
+    if (NBE_EP_FENCE == ep->kind) {
+        return target == e->rank || fence_granted(e, ep);
+    }
+    nbe_leg_t *l = leg_find(ep, target);
+    if (NULL == l || !l->requested) return 0;
+    if (!l->granted && trait(e, target)->C_e >= l->id) l->granted = 1;
+    return l->granted;
+}
+
+static int issue_op(nbe_engine_t *e, nbe_epoch_t *ep, nbe_op_t *op)
+{
+    int target = op->target;
+    nbe_trait_t *tr = trait(e, target);
+    int is_fence = NBE_EP_FENCE == ep->kind;
+    op->fence_tag = is_fence ? ep->fence_id : 0;
+    op->next = NULL;
+    tr->pending_local++;
+    e->pending_local_total++;
+    int n = e->tx.issue(e->ctx, op);   /* op may be gone after this */
+    if (n < 0) {
+        tr->pending_local--;
+        e->pending_local_total--;
+        return n;
+    }
+    if (is_fence) tr->fence_ops_out += (uint64_t) n;
+    else tr->ops_out += (uint64_t) n;
+    e->stats.ops_issued++;
+    return NBE_OK;
+}
+
+/* issue the recorded operations whose target has granted */
+static int issue_ready(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    int changed = 0;
+    nbe_op_t *prev = NULL, *op = ep->qh;
+    if (NBE_EPOCH_ACTIVE != ep->state) return 0;
+    while (op) {
+        nbe_op_t *next = op->next;
+        if (target_granted(e, ep, op->target)) {
+            if (prev) prev->next = next;
+            else ep->qh = next;
+            if (ep->qt == op) ep->qt = prev;
+            ep->queued--;
+            e->queued_total--;
+            (void) issue_op(e, ep, op);
+            changed = 1;
+        } else {
+            prev = op;
+        }
+        op = next;
+    }
+    return changed;
+}
+
+static int queued_to(nbe_epoch_t *ep, int target)
+{
+    for (nbe_op_t *op = ep->qh; op; op = op->next) {
+        if (op->target == target) return 1;
+    }
+    return 0;
+}
+
+static void request_lock_leg(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
+{
+    nbe_trait_t *tr = trait(e, l->rank);
+    l->requested = 1;
+    if (ep->assert_bits & NBE_MODE_NOCHECK) {
+        l->id = 0;
+        l->granted = 1;
+        return;
+    }
+    l->id = ++tr->access_seq;
+    send_ctrl(e, l->rank, NBE_CTRL_LOCK_REQ, l->id, 0,
+              NBE_EP_LOCK_ALL == ep->kind ? NBE_LOCK_SHARED : ep->lock_type, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* activation (Rule 8 FIFO; concurrency only between epochs that MPI-3
+ * lets the application keep open at the same time) */
+
+static int concurrent_ok(const nbe_epoch_t *a, const nbe_epoch_t *e)
+{
+    if (NBE_EP_FENCE == a->kind) return a->implicit && NBE_EP_FENCE != e->kind;
+    if (NBE_EP_FENCE == e->kind) return 0;
+    int overlapped = 0 == a->close_seq || a->close_seq > e->open_seq;
+    if (!overlapped) return 0;
+    int a_exp = NBE_EP_POST == a->kind, e_exp = NBE_EP_POST == e->kind;
+    if (a_exp != e_exp) return 1;
+    if (NBE_EP_LOCK == a->kind && NBE_EP_LOCK == e->kind) {
+        return a->legs[0].rank != e->legs[0].rank;
+    }
+    return 0;
+}
+
+static int can_activate(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    for (nbe_epoch_t *a = e->head; a && a != ep; a = a->next) {
+        if (NBE_EPOCH_DEFERRED == a->state) return 0;
+        if (NBE_EPOCH_ACTIVE == a->state && !concurrent_ok(a, ep)) return 0;
+    }
+    return 1;
+}
+
+static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    ep->state = NBE_EPOCH_ACTIVE;
+    switch (ep->kind) {
+    case NBE_EP_FENCE:
+        ep->fence_id = ++e->fence_seq;
+        for (int r = 0; r < e->size; ++r) {
+            if (r != e->rank) send_ctrl(e, r, NBE_CTRL_FENCE_GRANT, ep->fence_id, 0, 0, 0);
+        }
+        break;
+    case NBE_EP_START:
+        for (int i = 0; i < ep->nlegs; ++i) {
+            ep->legs[i].id = ++trait(e, ep->legs[i].rank)->access_seq;
+            ep->legs[i].requested = 1;
+        }
+        break;
+    case NBE_EP_POST:
+        for (int i = 0; i < ep->nlegs; ++i) {
+            nbe_trait_t *tr = trait(e, ep->legs[i].rank);
+            ep->legs[i].id = ++tr->grant_seq;
+            send_ctrl(e, ep->legs[i].rank, NBE_CTRL_GRANT, ep->legs[i].id, 0, 0, 0);
+        }
+        break;
+    case NBE_EP_LOCK:
+    case NBE_EP_LOCK_ALL:
+        for (int i = 0; i < ep->nlegs; ++i) request_lock_leg(e, ep, &ep->legs[i]);
+        break;
+    }
+    if (ep->open_req && NBE_EP_LOCK != ep->kind) {
+        req_done(e, ep->open_req);
+        ep->open_req = NULL;
+    }
+}
+
+static int activate_scan(nbe_engine_t *e)
+{
+    int changed = 0;
+    for (nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        if (NBE_EPOCH_DEFERRED != ep->state) continue;
+        if (!can_activate(e, ep)) break;
+        activate(e, ep);
+        changed = 1;
+    }
+    return changed;
+}
+
+/* ------------------------------------------------------------------ */
+/* per-epoch progress */
+
+static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    int changed = 0;
+    nbe_fence_slot_t *s = &e->fslot[ep->fence_id % 3];
+    if (!ep->fence_granted && fence_granted(e, ep)) changed = 1;
+    changed |= issue_ready(e, ep);
+    if (!ep->app_open && !ep->fence_done_sent && NULL == ep->qh) {
+        for (int r = 0; r < e->size; ++r) {
+            if (r == e->rank) continue;
+            nbe_trait_t *tr = nbe_traits_find(&e->traits, r);
+            uint64_t n = 0;
+            if (tr) {
+                n = tr->fence_ops_out;
+                tr->fence_ops_out = 0;
+            }
+            send_ctrl(e, r, NBE_CTRL_FENCE_DONE, ep->fence_id, n, 0, 0);
+        }
+        ep->fence_done_sent = 1;
+        changed = 1;
+    }
+    if (ep->fence_done_sent && 0 == e->pending_local_total &&
+        s->dones >= (uint64_t) (e->size - 1) && s->ops_in >= s->expected) {
+        memset(s, 0, sizeof(*s));
+        ep->state = NBE_EPOCH_COMPLETE;
+        changed = 1;
+    }
+    return changed;
+}
+
+static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    int changed = issue_ready(e, ep);
+    int all = 1;
+    for (int i = 0; i < ep->nlegs; ++i) {
+        nbe_leg_t *l = &ep->legs[i];
+        nbe_trait_t *tr = trait(e, l->rank);
+        if (!l->granted && tr->C_e >= l->id) {
+            l->granted = 1;
+            changed = 1;
+        }
+        if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
+            send_ctrl(e, l->rank, NBE_CTRL_DONE, l->id, tr->ops_out, 0, 0);
+            l->closed_sent = 1;
+            changed = 1;
+        }
+        if (!l->closed_sent || tr->pending_local) all = 0;
+    }
+    if (changed) changed |= issue_ready(e, ep);
+    if (!ep->app_open && all && NULL == ep->qh) {
+        ep->state = NBE_EPOCH_COMPLETE;
+        changed = 1;
+    }
+    return changed;
+}
+
+static int step_post(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    int changed = 0, all = 1;
+    for (int i = 0; i < ep->nlegs; ++i) {
+        nbe_leg_t *l = &ep->legs[i];
+        if (!l->finished) {
+            nbe_trait_t *tr = trait(e, l->rank);
+            if (tr->done_id >= l->id && tr->ops_in >= tr->done_ops) {
+                l->finished = 1;
+                changed = 1;
+            } else {
+                all = 0;
+            }
+        }
+    }
+    if (all && !ep->app_open) {
+        ep->state = NBE_EPOCH_COMPLETE;
+        changed = 1;
+    }
+    return changed;
+}
+
+static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    int changed = 0, all = 1;
+    for (int i = 0; i < ep->nlegs; ++i) {
+        nbe_leg_t *l = &ep->legs[i];
+        if (l->requested && !l->granted && trait(e, l->rank)->C_e >= l->id) {
+            l->granted = 1;
+            changed = 1;
+        }
+    }
+    if (NBE_EP_LOCK == ep->kind && ep->open_req && ep->legs[0].granted) {
+        req_done(e, ep->open_req);
+        ep->open_req = NULL;
+    }
+    changed |= issue_ready(e, ep);
+    for (int i = 0; i < ep->nlegs; ++i) {
+        nbe_leg_t *l = &ep->legs[i];
+        nbe_trait_t *tr = trait(e, l->rank);
+        if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
+            l->unlock_seq = ++tr->unlock_seq;
+            send_ctrl(e, l->rank, NBE_CTRL_UNLOCK, l->unlock_seq, tr->ops_out, 0,
+                      0 == l->id ? NBE_CTRL_FLAG_NOCHECK : 0);
+            l->closed_sent = 1;
+            changed = 1;
+        }
+        if (l->closed_sent && !l->finished && tr->unlock_acked >= l->unlock_seq &&
+            0 == tr->pending_local) {
+            l->finished = 1;
+            changed = 1;
+        }
+        if (!l->finished) all = 0;
+    }
+    if (!ep->app_open && all && NULL == ep->qh) {
+        ep->state = NBE_EPOCH_COMPLETE;
+        changed = 1;
+    }
+    return changed;
+}
+
+static void finish_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    if (ep->prev) ep->prev->next = ep->next;
+    else e->head = ep->next;
+    if (ep->next) ep->next->prev = ep->prev;
+    else e->tail = ep->prev;
+    e->nepochs--;
+    req_done(e, ep->open_req);
+    req_done(e, ep->close_req);
+    /* flushes bound to this epoch are complete with it */
+    nbe_req_t **pp = &e->flushes;
+    while (*pp) {
+        nbe_req_t *r = *pp;
+        if (r->ep == ep) {
+            *pp = r->next;
+            req_done(e, r);
+        } else {
+            pp = &r->next;
+        }
+    }
+    if (e->cur_fence == ep) e->cur_fence = NULL;
+    free(ep->legs);
+    free(ep);
+}
+
+/* ------------------------------------------------------------------ */
+/* target side */
+
+static void watch(nbe_engine_t *e, nbe_trait_t *tr)
+{
+    if (tr->watched) return;
+    tr->watched = 1;
+    tr->watch_next = e->watch;
+    e->watch = tr;
+}
+
+static void lock_release(nbe_engine_t *e)
+{
+    if (LK_EXCL == e->lk_mode) {
+        e->lk_mode = LK_FREE;
+    } else if (LK_SHARED == e->lk_mode && --e->lk_shared <= 0) {
+        e->lk_shared = 0;
+        e->lk_mode = LK_FREE;
+    }
+}
+
+static int lock_try_grant(nbe_engine_t *e)
+{
+    int changed = 0;
+    while (e->lkq_head) {
+        nbe_lock_waiter_t *w = e->lkq_head;
+        if (NBE_LOCK_EXCLUSIVE == w->type && LK_FREE == e->lk_mode) {
+            e->lk_mode = LK_EXCL;
+        } else if (NBE_LOCK_SHARED == w->type && LK_EXCL != e->lk_mode) {
+            e->lk_mode = LK_SHARED;
+            e->lk_shared++;
+        } else {
+            break;
+        }
+        e->lkq_head = w->next;
+        if (NULL == e->lkq_head) e->lkq_tail = NULL;
+        nbe_trait_t *tr = trait(e, w->origin);
+        if (w->id > tr->grant_seq) tr->grant_seq = w->id;
+        send_ctrl(e, w->origin, NBE_CTRL_GRANT, w->id, 0, 0, 0);
+        free(w);
+        changed = 1;
+    }
+    return changed;
+}
+
+static int process_watch(nbe_engine_t *e)
+{
+    int changed = 0;
+    nbe_trait_t **pp = &e->watch;
+    while (*pp) {
+        nbe_trait_t *tr = *pp;
+        if (tr->unlock_req_seq && tr->ops_in >= tr->unlock_req_ops) {
+            if (tr->unlock_req_release) lock_release(e);
+            send_ctrl(e, tr->rank, NBE_CTRL_UNLOCK_ACK, tr->unlock_req_seq, 0, 0, 0);
+            tr->unlock_req_seq = 0;
+            changed = 1;
+        }
+        if (tr->flush_req_pending && tr->ops_in >= tr->flush_req_ops) {
+            send_ctrl(e, tr->rank, NBE_CTRL_FLUSH_ACK, 0, tr->ops_in, 0, 0);
+            tr->flush_req_pending = 0;
+            changed = 1;
+        }
+        if (0 == tr->unlock_req_seq && !tr->flush_req_pending) {
+            *pp = tr->watch_next;
+            tr->watched = 0;
+            tr->watch_next = NULL;
+        } else {
+            pp = &tr->watch_next;
+        }
+    }
+    return changed;
+}
+
+void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
+{
+    nbe_trait_t *tr;
+    switch (m->type) {
+    case NBE_CTRL_GRANT:
+        tr = trait(e, m->src);
+        if (m->a > tr->C_e) tr->C_e = m->a;
+        break;
+    case NBE_CTRL_FENCE_GRANT:
+        e->fslot[m->a % 3].grants++;
+        break;
+    case NBE_CTRL_DONE:
+        tr = trait(e, m->src);
+        if (m->a > tr->done_id) tr->done_id = m->a;
+        if (m->b > tr->done_ops) tr->done_ops = m->b;
+        break;
+    case NBE_CTRL_FENCE_DONE:
+        e->fslot[m->a % 3].dones++;
+        e->fslot[m->a % 3].expected += m->b;
+        break;
+    case NBE_CTRL_LOCK_REQ: {
+        nbe_lock_waiter_t *w = calloc(1, sizeof(*w));
+        if (NULL == w) abort();
+        w->origin = m->src;
+        w->type = m->lock_type;
+        w->id = m->a;
+        if (e->lkq_tail) e->lkq_tail->next = w;
+        else e->lkq_head = w;
+        e->lkq_tail = w;
+        break;
+    }
+    case NBE_CTRL_UNLOCK:
+        tr = trait(e, m->src);
+        tr->unlock_req_seq = m->a;
+        tr->unlock_req_ops = m->b;
+        tr->unlock_req_release = !(m->flags & NBE_CTRL_FLAG_NOCHECK);
+        watch(e, tr);
+        break;
+    case NBE_CTRL_UNLOCK_ACK:
+        tr = trait(e, m->src);
+        if (m->a > tr->unlock_acked) tr->unlock_acked = m->a;
+        break;
+    case NBE_CTRL_FLUSH_REQ:
+        tr = trait(e, m->src);
+        if (!tr->flush_req_pending || m->b > tr->flush_req_ops) tr->flush_req_ops = m->b;
+        tr->flush_req_pending = 1;
+        watch(e, tr);
+        break;
+    case NBE_CTRL_FLUSH_ACK:
+        tr = trait(e, m->src);
+        if (m->b > tr->flush_acked) tr->flush_acked = m->b;
+        break;
+    default:
+        break;
+    }
+}
+
+void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t fence_tag)
+{
+    if (fence_tag) {
+        e->fslot[fence_tag % 3].ops_in++;
+    } else {
+        trait(e, src)->ops_in++;
+    }
+}
+
+void nbe_op_local_done(nbe_engine_t *e, int target)
+{
+    nbe_trait_t *tr = trait(e, target);
+    if (tr->pending_local) tr->pending_local--;
+    if (e->pending_local_total) e->pending_local_total--;
+}
+
+/* ------------------------------------------------------------------ */
+/* flush requests */
+
+static int flush_leg_ready(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
+{
+    if (NBE_EPOCH_ACTIVE != ep->state) return 0;
+    if (!l->requested) return 0;
+    if (!l->granted) {
+        if (trait(e, l->rank)->C_e >= l->id) l->granted = 1;
+        else return 0;
+    }
+    return !queued_to(ep, l->rank);
+}
+
+/* send a FLUSH_REQ if needed; returns the threshold to wait for */
+static uint64_t flush_send(nbe_engine_t *e, int rank)
+{
+    nbe_trait_t *tr = trait(e, rank);
+    uint64_t thr = tr->ops_out;
+    if (thr > tr->flush_acked && thr > tr->flush_sent) {
+        send_ctrl(e, rank, NBE_CTRL_FLUSH_REQ, 0, thr, 0, 0);
+        tr->flush_sent = thr;
+    }
+    return thr;
+}
+
+static int flush_step_one(nbe_engine_t *e, nbe_req_t *r)
+{
+    int local = NBE_REQ_FLUSH_LOCAL == r->kind;
+    if (r->target >= 0) {
+        nbe_epoch_t *ep = r->ep;
+        nbe_leg_t *l = leg_find(ep, r->target);
+        if (NULL == l) return 1;            /* lock_all target never touched */
+        if (0 == r->phase) {
+            if (!flush_leg_ready(e, ep, l)) return 0;
+            r->thr = local ? 0 : flush_send(e, r->target);
+            r->phase = 1;
+        }
+        nbe_trait_t *tr = trait(e, r->target);
+        return 0 == tr->pending_local && (local || tr->flush_acked >= r->thr);
+    }
+    /* all targets of every passive epoch opened before the flush */
+    int done = 1;
+    for (nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        if (!is_passive(ep->kind) || ep->open_seq > r->thr) continue;
+        for (int i = 0; i < ep->nlegs; ++i) {
+            nbe_leg_t *l = &ep->legs[i];
+            if (0 == r->phase) {
+                if (!flush_leg_ready(e, ep, l)) return 0;
+                continue;
+            }
+            nbe_trait_t *tr = trait(e, l->rank);
+            if (tr->pending_local || (!local && tr->flush_acked < l->flush_thr)) done = 0;
+        }
+    }
+    if (0 == r->phase) {
+        for (nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+            if (!is_passive(ep->kind) || ep->open_seq > r->thr) continue;
+            for (int i = 0; i < ep->nlegs; ++i) {
+                ep->legs[i].flush_thr = local ? 0 : flush_send(e, ep->legs[i].rank);
+            }
+        }
+        r->phase = 1;
+        return 0;   /* evaluate completion on the next pass */
+    }
+    return done;
+}
+
+static int flush_step(nbe_engine_t *e)
+{
+    int changed = 0;
+    nbe_req_t **pp = &e->flushes;
+    while (*pp) {
+        nbe_req_t *r = *pp;
+        int old_phase = r->phase;
+        if (flush_step_one(e, r)) {
+            *pp = r->next;
+            req_done(e, r);
+            changed = 1;
+        } else {
+            if (r->phase != old_phase) changed = 1;
+            pp = &r->next;
+        }
+    }
+    return changed;
+}
+
+/* ------------------------------------------------------------------ */
+
+int nbe_progress(nbe_engine_t *e)
+{
+    int total = 0, changed;
+    if (e->in_progress) return 0;
+    e->in_progress = 1;
+    do {
+        changed = 0;
+        while (e->loop_n) {
+            /* handlers never send, so the loop queue does not grow here */
+            size_t n = e->loop_n;
+            nbe_ctrl_t *msgs = malloc(n * sizeof(*msgs));
+            if (NULL == msgs) abort();
+            memcpy(msgs, e->loop, n * sizeof(*msgs));
+            e->loop_n = 0;
+            for (size_t i = 0; i < n; ++i) nbe_on_ctrl(e, &msgs[i]);
+            free(msgs);
+            changed = 1;
+        }
+        changed |= lock_try_grant(e);
+        changed |= process_watch(e);
+        for (nbe_epoch_t *ep = e->head, *next; ep; ep = next) {
+            next = ep->next;
+            if (NBE_EPOCH_ACTIVE == ep->state) {
+                switch (ep->kind) {
+                case NBE_EP_FENCE: changed |= step_fence(e, ep); break;
+                case NBE_EP_START: changed |= step_start(e, ep); break;
+                case NBE_EP_POST: changed |= step_post(e, ep); break;
+                default: changed |= step_passive(e, ep); break;
+                }
+            }
+            if (NBE_EPOCH_COMPLETE == ep->state) {
+                finish_epoch(e, ep);
+                changed = 1;
+            }
+        }
+        changed |= activate_scan(e);
+        changed |= flush_step(e);
+        total += changed;
+    } while (changed);
+    e->in_progress = 0;
+    return total;
+}
+
+/* open an epoch: append, try to activate at once, count it if deferred */
+static void open_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    epoch_append(e, ep);
+    activate_scan(e);
+    if (NBE_EPOCH_DEFERRED == ep->state) e->stats.epochs_deferred++;
+    nbe_progress(e);
+}
+
+/* a later synchronization closes an idle fence epoch (MPI: a fence opens an
+ * epoch only if RMA calls follow it); one with RMA calls is an error */
+static int close_idle_fence(nbe_engine_t *e)
+{
+    nbe_epoch_t *f = e->cur_fence;
+    if (NULL == f) return NBE_OK;
+    if (f->had_ops) return NBE_ERR_SYNC;
+    f->implicit = 1;
+    epoch_close_app(e, f, NULL);
+    e->cur_fence = NULL;
+    return NBE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* synchronizations */
+
+static int alloc_req(nbe_req_t **out, nbe_req_kind_t kind, nbe_req_t **r)
+{
+    *r = NULL;
+    if (NULL == out) return NBE_OK;
+    *r = req_new(kind);
+    if (NULL == *r) return NBE_ERR_NOMEM;
+    *out = *r;
+    return NBE_OK;
+}
+
+int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (e->cur_start || e->cur_post || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
+    int bound = 0;
+    if (e->cur_fence) {
+        epoch_close_app(e, e->cur_fence, r);
+        e->cur_fence = NULL;
+        bound = 1;
+    }
+    if (!(assert_bits & NBE_MODE_NOSUCCEED)) {
+        nbe_epoch_t *ep = epoch_new(e, NBE_EP_FENCE, assert_bits);
+        if (NULL == ep) return NBE_ERR_NOMEM;
+        if (!bound) {
+            ep->open_req = r;
+            bound = 1;
+        }
+        e->cur_fence = ep;
+        open_epoch(e, ep);
+    } else {
+        nbe_progress(e);
+    }
+    if (!bound) req_done(e, r);
+    return NBE_OK;
+}
+
+int nbe_istart(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
+    if (close_idle_fence(e)) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_START, &r)) return NBE_ERR_NOMEM;
+    nbe_epoch_t *ep = epoch_new(e, NBE_EP_START, assert_bits);
+    if (NULL == ep || legs_from_ranks(ep, ranks, n)) return NBE_ERR_NOMEM;
+    ep->open_req = r;
+    e->cur_start = ep;
+    open_epoch(e, ep);
+    return NBE_OK;
+}
+
+int nbe_icomplete(nbe_engine_t *e, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (NULL == e->cur_start) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_COMPLETE, &r)) return NBE_ERR_NOMEM;
+    epoch_close_app(e, e->cur_start, r);
+    e->cur_start = NULL;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+int nbe_ipost(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (e->cur_post) return NBE_ERR_SYNC;
+    if (close_idle_fence(e)) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_POST, &r)) return NBE_ERR_NOMEM;
+    nbe_epoch_t *ep = epoch_new(e, NBE_EP_POST, assert_bits);
+    if (NULL == ep || legs_from_ranks(ep, ranks, n)) return NBE_ERR_NOMEM;
+    ep->open_req = r;
+    e->cur_post = ep;
+    open_epoch(e, ep);
+    return NBE_OK;
+}
+
+int nbe_iwait(nbe_engine_t *e, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (NULL == e->cur_post) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_WAIT, &r)) return NBE_ERR_NOMEM;
+    epoch_close_app(e, e->cur_post, r);
+    e->cur_post = NULL;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+int nbe_test_exposure(nbe_engine_t *e, int *flag)
+{
+    nbe_epoch_t *ep = e->cur_post;
+    *flag = 0;
+    if (NULL == ep) return NBE_ERR_SYNC;
+    nbe_progress(e);
+    if (NBE_EPOCH_ACTIVE != ep->state) return NBE_OK;
+    for (int i = 0; i < ep->nlegs; ++i) {
+        nbe_leg_t *l = &ep->legs[i];
+        nbe_trait_t *tr = trait(e, l->rank);
+        if (!l->finished && !(tr->done_id >= l->id && tr->ops_in >= tr->done_ops)) return NBE_OK;
+    }
+    epoch_close_app(e, ep, NULL);
+    e->cur_post = NULL;
+    nbe_progress(e);
+    *flag = 1;
+    return NBE_OK;
+}
+
+int nbe_ilock(nbe_engine_t *e, int lock_type, int target, int assert_bits, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (target < 0 || target >= e->size) return NBE_ERR_ARG;
+    nbe_trait_t *tr = trait(e, target);
+    if (NULL == tr) return NBE_ERR_NOMEM;
+    if (e->cur_start || e->cur_lock_all || tr->open_lock) return NBE_ERR_SYNC;
+    if (close_idle_fence(e)) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_LOCK, &r)) return NBE_ERR_NOMEM;
+    nbe_epoch_t *ep = epoch_new(e, NBE_EP_LOCK, assert_bits);
+    if (NULL == ep || NULL == leg_insert(ep, target)) return NBE_ERR_NOMEM;
+    ep->lock_type = lock_type;
+    ep->open_req = r;
+    tr->open_lock = ep;
+    e->nlocks_open++;
+    open_epoch(e, ep);
+    return NBE_OK;
+}
+
+int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (target < 0 || target >= e->size) return NBE_ERR_ARG;
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    if (NULL == tr || NULL == tr->open_lock) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_UNLOCK, &r)) return NBE_ERR_NOMEM;
+    epoch_close_app(e, tr->open_lock, r);
+    tr->open_lock = NULL;
+    e->nlocks_open--;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+int nbe_ilock_all(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
+    if (close_idle_fence(e)) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_LOCK_ALL, &r)) return NBE_ERR_NOMEM;
+    nbe_epoch_t *ep = epoch_new(e, NBE_EP_LOCK_ALL, assert_bits);
+    if (NULL == ep) return NBE_ERR_NOMEM;
+    ep->lock_type = NBE_LOCK_SHARED;
+    ep->open_req = r;
+    e->cur_lock_all = ep;
+    open_epoch(e, ep);
+    return NBE_OK;
+}
+
+int nbe_iunlock_all(nbe_engine_t *e, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    if (NULL == e->cur_lock_all) return NBE_ERR_SYNC;
+    if (alloc_req(out, NBE_REQ_UNLOCK_ALL, &r)) return NBE_ERR_NOMEM;
+    epoch_close_app(e, e->cur_lock_all, r);
+    e->cur_lock_all = NULL;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
+{
+    nbe_req_t *r;
+    nbe_epoch_t *ep = NULL;
+    if (target >= e->size || NULL == out) return NBE_ERR_ARG;
+    if (target >= 0) {
+        nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+        ep = tr ? tr->open_lock : NULL;
+        if (NULL == ep) ep = e->cur_lock_all;
+        if (NULL == ep) return NBE_ERR_SYNC;
+    } else if (NULL == e->cur_lock_all && 0 == e->nlocks_open) {
+        return NBE_ERR_SYNC;
+    }
+    r = req_new(local ? NBE_REQ_FLUSH_LOCAL : NBE_REQ_FLUSH);
+    if (NULL == r) return NBE_ERR_NOMEM;
+    r->target = target;
+    r->ep = ep;
+    if (target < 0) r->thr = e->seq;   /* covers epochs opened so far */
+    r->next = e->flushes;
+    e->flushes = r;
+    if (out) *out = r;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* RMA operations */
+
+static nbe_epoch_t *find_access(nbe_engine_t *e, int target)
+{
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    if (tr && tr->open_lock) return tr->open_lock;
+    if (e->cur_lock_all) return e->cur_lock_all;
+    if (e->cur_start) return leg_find(e->cur_start, target) ? e->cur_start : NULL;
+    if (e->cur_fence) return e->cur_fence;
+    return NULL;
+}
+
+int nbe_check_access(nbe_engine_t *e, int target)
+{
+    if (target < 0 || target >= e->size) return NBE_ERR_ARG;
+    return find_access(e, target) ? NBE_OK : NBE_ERR_SYNC;
+}
+
+int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
+{
+    if (op->target < 0 || op->target >= e->size) return NBE_ERR_ARG;
+    nbe_epoch_t *ep = find_access(e, op->target);
+    if (NULL == ep) return NBE_ERR_SYNC;
+    ep->had_ops = 1;
+    if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, op->target)) {
+        nbe_leg_t *l = leg_insert(ep, op->target);
+        if (NULL == l) return NBE_ERR_NOMEM;
+        if (NBE_EPOCH_ACTIVE == ep->state) request_lock_leg(e, ep, l);
+    }
+    if (NULL == ep->qh && target_granted(e, ep, op->target)) {
+        return issue_op(e, ep, op);
+    }
+    op->next = NULL;
+    if (ep->qt) ep->qt->next = op;
+    else ep->qh = op;
+    ep->qt = op;
+    ep->queued++;
+    e->queued_total++;
+    e->stats.ops_recorded++;
+    nbe_progress(e);
+    return NBE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+
+nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx)
+{
+    if (rank < 0 || size <= 0 || rank >= size || NULL == tx) return NULL;
+    nbe_engine_t *e = calloc(1, sizeof(*e));
+    if (NULL == e) return NULL;
+    e->rank = rank;
+    e->size = size;
+    e->tx = *tx;
+    e->ctx = ctx;
+    if (nbe_traits_init(&e->traits)) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void nbe_engine_destroy(nbe_engine_t *e)
+{
+    if (NULL == e) return;
+    while (e->head) {
+        nbe_epoch_t *ep = e->head;
+        e->head = ep->next;
+        free(ep->legs);
+        free(ep);
+    }
+    while (e->lkq_head) {
+        nbe_lock_waiter_t *w = e->lkq_head;
+        e->lkq_head = w->next;
+        free(w);
+    }
+    while (e->flushes) {
+        nbe_req_t *r = e->flushes;
+        e->flushes = r->next;
+        r->complete = 1;
+    }
+    nbe_traits_fini(&e->traits);
+    free(e->loop);
+    free(e);
+}
+
+int nbe_engine_idle(const nbe_engine_t *e)
+{
+    return NULL == e->head && 0 == e->pending_local_total && NULL == e->watch;
+}
+
+size_t nbe_engine_buffered(const nbe_engine_t *e)
+{
+    return e->queued_total + (size_t) e->pending_local_total;
+}
+
+size_t nbe_engine_traits_count(const nbe_engine_t *e)
+{
+    return e->traits.count;
+}
+
+size_t nbe_engine_epochs_count(const nbe_engine_t *e)
+{
+    return e->nepochs;
+}
+
+const nbe_stats_t *nbe_engine_stats(const nbe_engine_t *e)
+{
+    return &e->stats;
+}
+
+int nbe_engine_can_free(nbe_engine_t *e)
+{
+    if (e->cur_start || e->cur_post || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
+    if (e->cur_fence) {
+        /* a fence epoch left open before MPI_Win_free: close it (every
+         * process does the same in the collective free) */
+        e->cur_fence->implicit = 1;
+        epoch_close_app(e, e->cur_fence, NULL);
+        e->cur_fence = NULL;
+        nbe_progress(e);
+    }
+    return NBE_OK;
+}
+
+nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *e)
+{
+    return e->tail ? e->tail->state : NBE_EPOCH_COMPLETE;
+}

@@ -1,0 +1,189 @@
+/*
+ * nbe_engine: the nonblocking RMA epoch engine of osc/nbe.
+ *
+ * Pure C, no Open MPI or MPI dependency. One engine instance per window
+ * and process. Every synchronization is a nonblocking operation returning
+ * an nbe_req_t; the blocking MPI calls are "start + wait".
+ *
+ *  - Epochs are kept in one FIFO per window. An epoch that cannot activate
+ *    yet is deferred: its RMA operations are recorded in the epoch and
+ *    replayed (issued) once the epoch is active and the target has granted.
+ *  - Matching uses per-pair epoch-ID counters in win_traits: a grant is a
+ *    counter the target advances (GRANT carries the new value), not a
+ *    message matched against a queue. Traits exist only for touched peers.
+ *  - Completion is counted: origins tell targets how many operation
+ *    messages they sent (DONE / UNLOCK / FLUSH carry totals), targets count
+ *    arrivals. No per-operation acknowledgements.
+ *  - Fence epochs use O(1) window-level counters (three rotating slots),
+ *    not per-peer state.
+ *
+ * The transport (glue) provides send_ctrl/issue callbacks and reports
+ * arrivals and local completions back.
+ */
+#ifndef NBE_ENGINE_H
+#define NBE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* return codes */
+#define NBE_OK          0
+#define NBE_ERR_SYNC   (-1)   /* synchronization misuse (MPI_ERR_RMA_SYNC) */
+#define NBE_ERR_NOMEM  (-2)
+#define NBE_ERR_ARG    (-3)
+
+/* assertion bits (the glue maps MPI_MODE_* onto these) */
+#define NBE_MODE_NOCHECK    0x1
+#define NBE_MODE_NOPRECEDE  0x2
+#define NBE_MODE_NOSUCCEED  0x4
+
+#define NBE_LOCK_SHARED     1
+#define NBE_LOCK_EXCLUSIVE  2
+
+typedef enum {
+    NBE_EP_FENCE = 0,
+    NBE_EP_START,
+    NBE_EP_POST,
+    NBE_EP_LOCK,
+    NBE_EP_LOCK_ALL
+} nbe_epoch_kind_t;
+
+typedef enum {
+    NBE_EPOCH_DEFERRED = 0,
+    NBE_EPOCH_ACTIVE,
+    NBE_EPOCH_COMPLETE
+} nbe_epoch_state_t;
+
+/* control message types */
+enum {
+    NBE_CTRL_GRANT = 1,      /* a: epoch id granted to the receiver          */
+    NBE_CTRL_FENCE_GRANT,    /* a: fence id                                  */
+    NBE_CTRL_DONE,           /* a: access id, b: total ops sent to receiver  */
+    NBE_CTRL_FENCE_DONE,     /* a: fence id, b: ops sent in this fence epoch */
+    NBE_CTRL_LOCK_REQ,       /* a: lock id, lock_type                        */
+    NBE_CTRL_UNLOCK,         /* a: unlock seq, b: total ops, flags: NOCHECK  */
+    NBE_CTRL_UNLOCK_ACK,     /* a: unlock seq                                */
+    NBE_CTRL_FLUSH_REQ,      /* b: total ops to wait for                     */
+    NBE_CTRL_FLUSH_ACK       /* b: total ops arrived                         */
+};
+
+#define NBE_CTRL_FLAG_NOCHECK 0x1
+
+typedef struct nbe_ctrl {
+    uint8_t  type;
+    uint8_t  lock_type;
+    uint8_t  flags;
+    uint8_t  pad;
+    int32_t  src;
+    uint64_t a;
+    uint64_t b;
+} nbe_ctrl_t;
+
+typedef struct nbe_engine nbe_engine_t;
+typedef struct nbe_epoch  nbe_epoch_t;
+typedef struct nbe_req    nbe_req_t;
+
+/* An RMA operation record. The glue embeds it as the first member of its
+ * own operation structure. The engine owns it from nbe_rma() until it calls
+ * issue(); after issue() the glue owns it again. */
+typedef struct nbe_op {
+    struct nbe_op *next;
+    int            target;
+    uint64_t       fence_tag;   /* set by the engine before issue(): fence id or 0 */
+} nbe_op_t;
+
+typedef enum {
+    NBE_REQ_FENCE = 0, NBE_REQ_START, NBE_REQ_COMPLETE, NBE_REQ_POST, NBE_REQ_WAIT,
+    NBE_REQ_LOCK, NBE_REQ_UNLOCK, NBE_REQ_LOCK_ALL, NBE_REQ_UNLOCK_ALL,
+    NBE_REQ_FLUSH, NBE_REQ_FLUSH_LOCAL
+} nbe_req_kind_t;
+
+/* Internal request returned by every synchronization. */
+struct nbe_req {
+    nbe_req_kind_t kind;
+    volatile int   complete;
+    int            status;
+    void          *user;        /* glue data (e.g. an ompi_request_t) */
+    /* engine private */
+    nbe_req_t     *next;
+    nbe_epoch_t   *ep;
+    int            target;      /* flush: target rank or -1 for all */
+    uint64_t       thr;         /* flush: ops threshold for single target */
+    int            phase;
+};
+
+typedef struct nbe_transport {
+    /* send a control message; the glue queues it if the network is busy.
+     * peer == self never reaches here (the engine loops back itself). */
+    int (*send_ctrl)(void *ctx, int peer, const nbe_ctrl_t *msg);
+    /* start an RMA operation; returns the number of counted messages it
+     * sends to op->target (0 for self), or < 0 on error. The glue reports
+     * local completion with nbe_op_local_done(). */
+    int (*issue)(void *ctx, nbe_op_t *op);
+    /* a request completed (may be NULL) */
+    void (*req_complete)(void *ctx, nbe_req_t *req);
+} nbe_transport_t;
+
+typedef struct nbe_stats {
+    uint64_t epochs_opened;
+    uint64_t epochs_deferred;   /* epochs that could not activate when opened */
+    uint64_t ops_recorded;      /* ops queued because their target was not granted */
+    uint64_t ops_issued;
+    uint64_t ctrl_sent;
+} nbe_stats_t;
+
+nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx);
+void          nbe_engine_destroy(nbe_engine_t *eng);
+
+/* --- nonblocking synchronizations (the future MPIX_Win_i* entry points) --- */
+int nbe_ifence(nbe_engine_t *eng, int assert_bits, nbe_req_t **req);
+int nbe_istart(nbe_engine_t *eng, const int *ranks, int n, int assert_bits, nbe_req_t **req);
+int nbe_icomplete(nbe_engine_t *eng, nbe_req_t **req);
+int nbe_ipost(nbe_engine_t *eng, const int *ranks, int n, int assert_bits, nbe_req_t **req);
+int nbe_iwait(nbe_engine_t *eng, nbe_req_t **req);
+/* MPI_Win_test: *flag = 1 and the exposure closed if it is complete */
+int nbe_test_exposure(nbe_engine_t *eng, int *flag);
+int nbe_ilock(nbe_engine_t *eng, int lock_type, int target, int assert_bits, nbe_req_t **req);
+int nbe_iunlock(nbe_engine_t *eng, int target, nbe_req_t **req);
+int nbe_ilock_all(nbe_engine_t *eng, int assert_bits, nbe_req_t **req);
+int nbe_iunlock_all(nbe_engine_t *eng, nbe_req_t **req);
+/* target < 0: all targets; local != 0: flush_local */
+int nbe_iflush(nbe_engine_t *eng, int target, int local, nbe_req_t **req);
+void nbe_req_free(nbe_req_t *req);
+
+/* --- RMA operations --- */
+/* Checks that an access epoch covers op->target (else NBE_ERR_SYNC) and
+ * either issues the op or records it in its epoch. */
+int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
+/* NBE_OK if an open access epoch covers target (no side effects) */
+int nbe_check_access(nbe_engine_t *eng, int target);
+/* the glue finished an issued op locally (data sent / result arrived) */
+void nbe_op_local_done(nbe_engine_t *eng, int target);
+
+/* --- events from the network --- */
+void nbe_on_ctrl(nbe_engine_t *eng, const nbe_ctrl_t *msg);
+/* a counted RMA message from src arrived and was applied */
+void nbe_on_op_arrived(nbe_engine_t *eng, int src, uint64_t fence_tag);
+
+/* run the state machines; returns the number of state changes */
+int nbe_progress(nbe_engine_t *eng);
+
+/* --- queries --- */
+int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
+size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */
+size_t nbe_engine_traits_count(const nbe_engine_t *eng);
+size_t nbe_engine_epochs_count(const nbe_engine_t *eng);
+const nbe_stats_t *nbe_engine_stats(const nbe_engine_t *eng);
+/* NBE_OK if no app-level epoch is open except an idle fence epoch */
+int nbe_engine_can_free(nbe_engine_t *eng);
+/* state of the most recent epoch (for tests) */
+nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *eng);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NBE_ENGINE_H */

@@ -1,0 +1,244 @@
+/*
+ * osc/nbe: MPI-3 one-sided component on the nonblocking epoch engine
+ * (nbe_engine.h). This layer adapts the engine to Open MPI: window
+ * creation, BTL active-message transport, datatypes and requests.
+ */
+#ifndef OMPI_OSC_NBE_H
+#define OMPI_OSC_NBE_H
+
+#include "ompi_config.h"
+
+#include "opal/class/opal_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "ompi/win/win.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/request/request.h"
+#include "ompi/op/op.h"
+#include "ompi/mca/osc/osc.h"
+#include "ompi/mca/osc/base/base.h"
+
+#include "nbe_engine.h"
+
+BEGIN_C_DECLS
+
+/* default BTL active-message tag: 0x60-0x7f is the osc range of
+ * opal/mca/btl/btl.h, unused by Open MPI 4.1.4's own components */
+#define OMPI_OSC_NBE_DEFAULT_TAG (MCA_BTL_TAG_OSC_RDMA + 0x0e)
+
+typedef struct ompi_osc_nbe_component {
+    ompi_osc_base_component_t super;
+    int      priority;
+    int      verbose;
+    int      output;
+    int      btl_tag;
+    unsigned buffered_ops_limit;
+    unsigned max_frag_size;
+    bool     am_registered;
+    bool     progress_registered;
+    opal_hash_table_t modules;     /* cid -> module */
+    opal_list_t      module_list;
+    int      nwindows;
+    /* MPI_T counters (component-wide) */
+    unsigned long long pv_epochs_deferred;
+    unsigned long long pv_ops_recorded;
+    unsigned long long pv_buffered_ops;
+    unsigned long long pv_bytes;
+} ompi_osc_nbe_component_t;
+
+OMPI_DECLSPEC extern ompi_osc_nbe_component_t mca_osc_nbe_component;
+
+typedef struct ompi_osc_nbe_peer {
+    uint64_t base;
+    uint64_t size;
+    int64_t  disp_unit;
+} ompi_osc_nbe_peer_t;
+
+typedef struct ompi_osc_nbe_region {
+    uintptr_t base;
+    size_t    len;
+} ompi_osc_nbe_region_t;
+
+typedef struct ompi_osc_nbe_module {
+    ompi_osc_base_module_t super;
+    opal_list_item_t       list_item;
+    ompi_win_t            *win;
+    ompi_communicator_t   *comm;
+    uint32_t               cid;
+    int                    rank, size;
+    int                    flavor;
+    void                  *base;
+    size_t                 win_size;
+    int                    disp_unit;
+    void                  *free_after;
+    ompi_osc_nbe_peer_t   *peers;      /* window geometry from the create-time allgather */
+    nbe_engine_t          *engine;
+    opal_list_t            outq;       /* frames / operations waiting for the BTL */
+    size_t                 outq_ops;   /* operations in outq */
+    ompi_osc_nbe_region_t *regions;    /* dynamic window: attached regions */
+    int                    nregions, cap_regions;
+    uint64_t               bytes;      /* RMA payload bytes issued */
+    bool                   freeing;
+} ompi_osc_nbe_module_t;
+
+/* user-visible request of Rput/Rget/... */
+typedef struct ompi_osc_nbe_request {
+    ompi_request_t super;
+    bool           user_freed;
+} ompi_osc_nbe_request_t;
+OBJ_CLASS_DECLARATION(ompi_osc_nbe_request_t);
+
+/* ---- frames ---- */
+enum {
+    NBE_AM_CTRL = 1,
+    NBE_AM_PUT,
+    NBE_AM_GET,
+    NBE_AM_ACC,
+    NBE_AM_GACC,
+    NBE_AM_CAS,
+    NBE_AM_REPLY
+};
+
+typedef struct nbe_am_hdr {
+    uint8_t  type;
+    uint8_t  pad[3];
+    int32_t  src;
+    uint32_t cid;
+    int32_t  dt_idx;      /* predefined datatype (f index) for ACC/GACC/CAS */
+    int32_t  op_idx;      /* MPI op (f index) */
+    uint32_t len;         /* payload length for PUT/ACC, data length for GET/GACC/CAS */
+    uint64_t fence_tag;
+    uint64_t addr;        /* absolute target address */
+    uint64_t cookie;      /* origin operation, echoed in replies */
+    uint64_t offset;      /* stream offset, echoed in replies */
+} nbe_am_hdr_t;
+
+/* one contiguous piece of an operation (target address, stream offset) */
+typedef struct nbe_frag_plan {
+    uint64_t addr;
+    uint64_t off;
+    uint32_t len;
+} nbe_frag_plan_t;
+
+enum { NBE_OP_PUT = 0, NBE_OP_GET, NBE_OP_ACC, NBE_OP_GACC, NBE_OP_CAS };
+
+typedef struct ompi_osc_nbe_op {
+    nbe_op_t               super;      /* engine header: must be first */
+    opal_list_item_t       qitem;
+    int                    type;
+    ompi_osc_nbe_module_t *module;
+    /* origin side */
+    const void            *origin_addr;
+    int                    origin_count;
+    ompi_datatype_t       *origin_dt;
+    void                  *result_addr;
+    int                    result_count;
+    ompi_datatype_t       *result_dt;
+    int                    target_count;
+    ompi_datatype_t       *target_dt;
+    ompi_op_t             *op;
+    uint64_t               target_addr;
+    ompi_datatype_t       *elem_dt;    /* accumulate element type (predefined) */
+    size_t                 elem_n;     /* elements in the staging buffer */
+    char                   cas_buf[64];/* compare value + origin value */
+    /* staging */
+    char                  *stream;     /* outgoing data (packed or element layout) */
+    char                  *stream_alloc;
+    char                  *result;     /* incoming data */
+    char                  *result_alloc;
+    size_t                 nbytes;     /* stream length */
+    size_t                 reply_left; /* bytes of replies still expected */
+    nbe_frag_plan_t       *plan;
+    size_t                 nplan, next_frag;
+    ompi_osc_nbe_request_t *req;
+} ompi_osc_nbe_op_t;
+
+/* component / AM transport */
+int  ompi_osc_nbe_am_register(void);
+int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
+int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
+void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);
+int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
+int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
+                             const void *payload, size_t paylen, bool may_queue);
+size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
+void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
+void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
+int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
+int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
+int  ompi_osc_nbe_err(int nbe_rc);
+void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                              const char *payload, size_t paylen);
+
+/* module functions */
+int ompi_osc_nbe_free(struct ompi_win_t *win);
+int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len);
+int ompi_osc_nbe_detach(struct ompi_win_t *win, const void *base);
+int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                              void *baseptr);
+
+int ompi_osc_nbe_put(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                     int target, ptrdiff_t target_disp, int target_count,
+                     struct ompi_datatype_t *target_dt, struct ompi_win_t *win);
+int ompi_osc_nbe_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                     int target, ptrdiff_t target_disp, int target_count,
+                     struct ompi_datatype_t *target_dt, struct ompi_win_t *win);
+int ompi_osc_nbe_accumulate(const void *origin_addr, int origin_count,
+                            struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                            int target_count, struct ompi_datatype_t *target_dt,
+                            struct ompi_op_t *op, struct ompi_win_t *win);
+int ompi_osc_nbe_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                  void *result_addr, struct ompi_datatype_t *dt, int target,
+                                  ptrdiff_t target_disp, struct ompi_win_t *win);
+int ompi_osc_nbe_fetch_and_op(const void *origin_addr, void *result_addr,
+                              struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
+                              struct ompi_op_t *op, struct ompi_win_t *win);
+int ompi_osc_nbe_get_accumulate(const void *origin_addr, int origin_count,
+                                struct ompi_datatype_t *origin_dt, void *result_addr,
+                                int result_count, struct ompi_datatype_t *result_dt,
+                                int target, ptrdiff_t target_disp, int target_count,
+                                struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                struct ompi_win_t *win);
+int ompi_osc_nbe_rput(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                      int target, ptrdiff_t target_disp, int target_count,
+                      struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                      struct ompi_request_t **request);
+int ompi_osc_nbe_rget(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                      int target, ptrdiff_t target_disp, int target_count,
+                      struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                      struct ompi_request_t **request);
+int ompi_osc_nbe_raccumulate(const void *origin_addr, int origin_count,
+                             struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                             int target_count, struct ompi_datatype_t *target_dt,
+                             struct ompi_op_t *op, struct ompi_win_t *win,
+                             struct ompi_request_t **request);
+int ompi_osc_nbe_rget_accumulate(const void *origin_addr, int origin_count,
+                                 struct ompi_datatype_t *origin_dt, void *result_addr,
+                                 int result_count, struct ompi_datatype_t *result_dt,
+                                 int target, ptrdiff_t target_disp, int target_count,
+                                 struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                 struct ompi_win_t *win, struct ompi_request_t **request);
+
+int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win);
+int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win);
+int ompi_osc_nbe_complete(struct ompi_win_t *win);
+int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win);
+int ompi_osc_nbe_wait(struct ompi_win_t *win);
+int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag);
+int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *win);
+int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win);
+int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win);
+int ompi_osc_nbe_unlock_all(struct ompi_win_t *win);
+int ompi_osc_nbe_sync(struct ompi_win_t *win);
+int ompi_osc_nbe_flush(int target, struct ompi_win_t *win);
+int ompi_osc_nbe_flush_all(struct ompi_win_t *win);
+int ompi_osc_nbe_flush_local(int target, struct ompi_win_t *win);
+int ompi_osc_nbe_flush_local_all(struct ompi_win_t *win);
+
+static inline ompi_osc_nbe_module_t *ompi_osc_nbe_module(struct ompi_win_t *win)
+{
+    return (ompi_osc_nbe_module_t *) win->w_osc_module;
+}
+
+END_C_DECLS
+#endif

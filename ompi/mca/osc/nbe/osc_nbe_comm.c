@@ -1,0 +1,703 @@
+/*
+ * osc/nbe RMA operations: argument checks, datatype staging, fragment
+ * plans (origin side) and their application at the target.
+ *
+ * Put/Get move byte streams (the packed origin data against the raw
+ * segments of the target datatype). Accumulates move whole elements of one
+ * predefined type so the target applies every fragment atomically per
+ * element with ompi_op_reduce.
+ */
+#include "osc_nbe.h"
+
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/output.h"
+#include "ompi/mca/osc/base/osc_base_obj_convert.h"
+
+void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
+
+#define NBE_RAW_IOV 64
+
+static bool dt_contig(ompi_datatype_t *dt, int count)
+{
+    return ompi_datatype_is_contiguous_memory_layout(dt, count);
+}
+
+static size_t dt_bytes(ompi_datatype_t *dt, int count)
+{
+    size_t s;
+    ompi_datatype_type_size(dt, &s);
+    return s * (size_t) count;
+}
+
+static ompi_datatype_t *dt_from_idx(int idx)
+{
+    return (ompi_datatype_t *) opal_pointer_array_get_item(&ompi_datatype_f_to_c_table, idx);
+}
+
+static ompi_op_t *op_from_idx(int idx)
+{
+    return (ompi_op_t *) opal_pointer_array_get_item(ompi_op_f_to_c_table, idx);
+}
+
+/* ---------------------------------------------------------------- */
+/* op objects */
+
+void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
+{
+    if (op->origin_dt) OBJ_RELEASE(op->origin_dt);
+    if (op->result_dt) OBJ_RELEASE(op->result_dt);
+    if (op->target_dt) OBJ_RELEASE(op->target_dt);
+    if (op->op) OBJ_RELEASE(op->op);
+    free(op->stream_alloc);
+    free(op->result_alloc);
+    free(op->plan);
+    free(op);
+}
+
+static void request_complete(ompi_osc_nbe_request_t *req)
+{
+    if (NULL == req) return;
+    bool freed = req->user_freed;
+    ompi_request_complete(&req->super, true);
+    if (freed) {
+        OMPI_REQUEST_FINI(&req->super);
+        OBJ_RELEASE(req);
+    }
+}
+
+/* the data of op is out (put/acc) or its result arrived (get/gacc/cas) */
+void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
+{
+    ompi_osc_nbe_module_t *module = op->module;
+    if (op->result_alloc) {
+        if (NBE_OP_GET == op->type) {
+            opal_convertor_t conv;
+            struct iovec iov = { .iov_base = op->result_alloc, .iov_len = op->nbytes };
+            uint32_t n = 1;
+            size_t max = op->nbytes;
+            OBJ_CONSTRUCT(&conv, opal_convertor_t);
+            opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->origin_dt->super,
+                                                     op->origin_count, op->result_addr, 0, &conv);
+            opal_convertor_unpack(&conv, &iov, &n, &max);
+            OBJ_DESTRUCT(&conv);
+        } else {
+            ompi_datatype_sndrcv(op->result_alloc, (int32_t) op->elem_n, op->elem_dt,
+                                 op->result_addr, op->result_count, op->result_dt);
+        }
+    }
+    nbe_op_local_done(module->engine, op->super.target);
+    request_complete(op->req);
+    ompi_osc_nbe_op_free(op);
+}
+
+/* ---------------------------------------------------------------- */
+/* target-side application (also used for operations to self) */
+
+static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void *dst, size_t len)
+{
+    ptrdiff_t lb, ext;
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    int count = (int) (len / (size_t) ext);
+    if (&ompi_mpi_op_no_op.op == op) return;
+    if (&ompi_mpi_op_replace.op == op) {
+        memcpy(dst, src, len);
+        return;
+    }
+    ompi_op_reduce(op, (void *) src, dst, count, dt);
+}
+
+void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                              const char *payload, size_t paylen)
+{
+    void *addr = (void *) (uintptr_t) hdr->addr;
+    nbe_am_hdr_t rep;
+
+    switch (hdr->type) {
+    case NBE_AM_CTRL: {
+        nbe_ctrl_t msg;
+        if (paylen < sizeof(msg)) return;
+        memcpy(&msg, payload, sizeof(msg));
+        nbe_on_ctrl(module->engine, &msg);
+        return;
+    }
+    case NBE_AM_REPLY: {
+        ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) (uintptr_t) hdr->cookie;
+        memcpy(op->result + hdr->offset, payload, paylen);
+        op->reply_left -= paylen;
+        if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
+        return;
+    }
+    default:
+        break;
+    }
+
+    /* operation fragments */
+    memset(&rep, 0, sizeof(rep));
+    rep.type = NBE_AM_REPLY;
+    rep.src = module->rank;
+    rep.cid = module->cid;
+    rep.cookie = hdr->cookie;
+    rep.offset = hdr->offset;
+
+    switch (hdr->type) {
+    case NBE_AM_PUT:
+        memcpy(addr, payload, paylen);
+        break;
+    case NBE_AM_GET:
+    case NBE_AM_GACC: {
+        /* reply with the current contents, split to what the BTL takes */
+        size_t max = ompi_osc_nbe_max_payload(module, hdr->src);
+        for (size_t off = 0; off < hdr->len; off += max) {
+            size_t n = hdr->len - off < max ? hdr->len - off : max;
+            rep.offset = hdr->offset + off;
+            rep.len = (uint32_t) n;
+            ompi_osc_nbe_send_frame(module, hdr->src, &rep, (char *) addr + off, n, true);
+        }
+        if (NBE_AM_GACC == hdr->type && paylen) {
+            apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
+        }
+        break;
+    }
+    case NBE_AM_ACC:
+        apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
+        break;
+    case NBE_AM_CAS:
+        rep.len = hdr->len;
+        ompi_osc_nbe_send_frame(module, hdr->src, &rep, addr, hdr->len, true);
+        if (0 == memcmp(addr, payload, hdr->len)) memcpy(addr, payload + hdr->len, hdr->len);
+        break;
+    default:
+        opal_output(0, "osc/nbe: unknown frame type %d from %d", hdr->type, hdr->src);
+        return;
+    }
+    nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
+}
+
+/* ---------------------------------------------------------------- */
+/* origin side: staging and fragment plans */
+
+static int plan_add(ompi_osc_nbe_op_t *op, size_t *cap, uint64_t addr, uint64_t off, size_t len,
+                    size_t chunk)
+{
+    while (len > 0) {
+        size_t n = len < chunk ? len : chunk;
+        if (op->nplan == *cap) {
+            size_t ncap = *cap ? 2 * *cap : 8;
+            nbe_frag_plan_t *np = realloc(op->plan, ncap * sizeof(*np));
+            if (NULL == np) return OMPI_ERR_OUT_OF_RESOURCE;
+            op->plan = np;
+            *cap = ncap;
+        }
+        op->plan[op->nplan].addr = addr;
+        op->plan[op->nplan].off = off;
+        op->plan[op->nplan].len = (uint32_t) n;
+        op->nplan++;
+        addr += n;
+        off += n;
+        len -= n;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* fragments covering the target datatype's memory, chunk bytes at most */
+static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
+{
+    size_t cap = 0;
+    op->nplan = 0;
+    if (elementwise && ompi_datatype_is_predefined(op->target_dt)) {
+        /* memory layout of n elements == staging layout (pair types keep padding) */
+        ptrdiff_t lb, ext;
+        ompi_datatype_get_extent(op->target_dt, &lb, &ext);
+        return plan_add(op, &cap, op->target_addr, 0, (size_t) ext * (size_t) op->target_count, chunk);
+    }
+    if (dt_contig(op->target_dt, op->target_count)) {
+        return plan_add(op, &cap, op->target_addr + (uint64_t) op->target_dt->super.true_lb, 0,
+                        dt_bytes(op->target_dt, op->target_count), chunk);
+    }
+    opal_convertor_t conv;
+    struct iovec iov[NBE_RAW_IOV];
+    uint64_t off = 0;
+    int rc = OMPI_SUCCESS;
+    bool done;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
+                                             op->target_count, (void *) (uintptr_t) op->target_addr,
+                                             0, &conv);
+    do {
+        uint32_t n = NBE_RAW_IOV;
+        size_t size;
+        done = opal_convertor_raw(&conv, iov, &n, &size);
+        for (uint32_t i = 0; i < n && OMPI_SUCCESS == rc; ++i) {
+            rc = plan_add(op, &cap, (uint64_t) (uintptr_t) iov[i].iov_base, off, iov[i].iov_len, chunk);
+            off += iov[i].iov_len;
+        }
+    } while (!done && OMPI_SUCCESS == rc);
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
+
+static int stage_put(ompi_osc_nbe_op_t *op)
+{
+    op->nbytes = dt_bytes(op->origin_dt, op->origin_count);
+    if (dt_contig(op->origin_dt, op->origin_count)) {
+        op->stream = (char *) op->origin_addr + op->origin_dt->super.true_lb;
+        return OMPI_SUCCESS;
+    }
+    op->stream = op->stream_alloc = malloc(op->nbytes ? op->nbytes : 1);
+    if (NULL == op->stream) return OMPI_ERR_OUT_OF_RESOURCE;
+    opal_convertor_t conv;
+    struct iovec iov = { .iov_base = op->stream, .iov_len = op->nbytes };
+    uint32_t n = 1;
+    size_t max = op->nbytes;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &op->origin_dt->super,
+                                             op->origin_count, op->origin_addr, 0, &conv);
+    opal_convertor_pack(&conv, &iov, &n, &max);
+    OBJ_DESTRUCT(&conv);
+    return OMPI_SUCCESS;
+}
+
+static int stage_get(ompi_osc_nbe_op_t *op)
+{
+    op->nbytes = dt_bytes(op->origin_dt, op->origin_count);
+    op->reply_left = op->nbytes;
+    if (dt_contig(op->origin_dt, op->origin_count)) {
+        op->result = (char *) op->result_addr + op->origin_dt->super.true_lb;
+        return OMPI_SUCCESS;
+    }
+    op->result = op->result_alloc = malloc(op->nbytes ? op->nbytes : 1);
+    return op->result ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+}
+
+/* element type of an accumulate: the predefined target type, or the single
+ * predefined type a derived target type is built of */
+static int acc_elem(ompi_osc_nbe_op_t *op)
+{
+    ptrdiff_t lb, ext;
+    size_t sz;
+    if (ompi_datatype_is_predefined(op->target_dt)) {
+        op->elem_dt = op->target_dt;
+        op->elem_n = (size_t) op->target_count;
+        return OMPI_SUCCESS;
+    }
+    op->elem_dt = ompi_datatype_get_single_predefined_type_from_args(op->target_dt);
+    if (NULL == op->elem_dt) return OMPI_ERR_NOT_SUPPORTED;
+    ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
+    ompi_datatype_type_size(op->elem_dt, &sz);
+    if ((size_t) ext != sz) return OMPI_ERR_NOT_SUPPORTED;   /* padded pair inside a derived type */
+    op->elem_n = dt_bytes(op->target_dt, op->target_count) / sz;
+    return OMPI_SUCCESS;
+}
+
+static int stage_acc(ompi_osc_nbe_op_t *op)
+{
+    ptrdiff_t lb, ext;
+    int rc = acc_elem(op);
+    if (OMPI_SUCCESS != rc) return rc;
+    ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
+    op->nbytes = (size_t) ext * op->elem_n;
+    if (&ompi_mpi_op_no_op.op != op->op) {
+        if (op->origin_dt == op->elem_dt) {
+            op->stream = (char *) op->origin_addr;
+        } else {
+            op->stream = op->stream_alloc = malloc(op->nbytes ? op->nbytes : 1);
+            if (NULL == op->stream) return OMPI_ERR_OUT_OF_RESOURCE;
+            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, op->stream,
+                                 (int32_t) op->elem_n, op->elem_dt);
+        }
+    }
+    if (NBE_OP_GACC == op->type) {
+        op->reply_left = op->nbytes;
+        if (op->result_dt == op->elem_dt) {
+            op->result = op->result_addr;
+        } else {
+            op->result = op->result_alloc = malloc(op->nbytes ? op->nbytes : 1);
+            if (NULL == op->result) return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* operations to self: applied in place, no messages */
+static void apply_local(ompi_osc_nbe_op_t *op)
+{
+    void *target = (void *) (uintptr_t) op->target_addr;
+    switch (op->type) {
+    case NBE_OP_PUT:
+        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, target,
+                             op->target_count, op->target_dt);
+        break;
+    case NBE_OP_GET:
+        ompi_datatype_sndrcv(target, op->target_count, op->target_dt, op->result_addr,
+                             op->origin_count, op->origin_dt);
+        break;
+    case NBE_OP_GACC:
+        ompi_datatype_sndrcv(target, op->target_count, op->target_dt, op->result_addr,
+                             op->result_count, op->result_dt);
+        /* fall through */
+    case NBE_OP_ACC:
+        if (&ompi_mpi_op_no_op.op == op->op) break;
+        if (&ompi_mpi_op_replace.op == op->op) {
+            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, target,
+                                 op->target_count, op->target_dt);
+        } else {
+            ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, target,
+                                    op->target_count, op->target_dt, op->op);
+        }
+        break;
+    case NBE_OP_CAS: {
+        size_t sz = dt_bytes(op->target_dt, 1);
+        memcpy(op->result_addr, target, sz);
+        if (0 == memcmp(target, op->cas_buf, sz)) memcpy(target, op->cas_buf + sz, sz);
+        break;
+    }
+    }
+}
+
+/* engine callback: the op may go to the network now */
+int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
+{
+    ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
+    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) eop;
+    int rc = OMPI_SUCCESS;
+
+    if (op->super.target == module->rank) {
+        apply_local(op);
+        ompi_osc_nbe_op_local_complete(op);
+        return 0;
+    }
+
+    size_t chunk = ompi_osc_nbe_max_payload(module, op->super.target);
+    switch (op->type) {
+    case NBE_OP_PUT:
+        rc = stage_put(op);
+        if (OMPI_SUCCESS == rc) rc = plan_target(op, false, chunk);
+        break;
+    case NBE_OP_GET:
+        rc = stage_get(op);
+        if (OMPI_SUCCESS == rc) rc = plan_target(op, false, chunk);
+        break;
+    case NBE_OP_ACC:
+    case NBE_OP_GACC: {
+        rc = stage_acc(op);
+        if (OMPI_SUCCESS == rc) {
+            ptrdiff_t lb, ext;
+            ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
+            rc = plan_target(op, true, (chunk / (size_t) ext) * (size_t) ext);
+        }
+        break;
+    }
+    case NBE_OP_CAS: {
+        size_t cap = 0;
+        op->elem_dt = op->target_dt;
+        op->nbytes = dt_bytes(op->target_dt, 1);
+        op->reply_left = op->nbytes;
+        op->result = op->result_addr;
+        rc = plan_add(op, &cap, op->target_addr, 0, op->nbytes, op->nbytes);
+        break;
+    }
+    }
+    if (OMPI_SUCCESS != rc) {
+        opal_output(0, "osc/nbe: cannot issue an RMA operation (%d); it is dropped", rc);
+        nbe_op_local_done(module->engine, op->super.target);
+        request_complete(op->req);
+        ompi_osc_nbe_op_free(op);
+        return 0;
+    }
+    int nfrags = (int) op->nplan;
+    module->bytes += op->nbytes;
+    if (0 == nfrags) {
+        ompi_osc_nbe_op_local_complete(op);
+        return 0;
+    }
+    ompi_osc_nbe_queue_op(module, op);
+    return nfrags;
+}
+
+/* ---------------------------------------------------------------- */
+/* entry points */
+
+static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp, int count,
+                       ompi_datatype_t *dt, uint64_t *addr)
+{
+    ompi_osc_nbe_peer_t *p = &module->peers[target];
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        *addr = (uint64_t) disp;
+        return OMPI_SUCCESS;
+    }
+    ptrdiff_t lb, ext, tlb, text;
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    ompi_datatype_get_true_extent(dt, &tlb, &text);
+    int64_t start = (int64_t) disp * p->disp_unit;
+    if (disp < 0 || start < 0) return OMPI_ERR_RMA_RANGE;
+    if (count > 0) {
+        int64_t lo = start + tlb;
+        int64_t hi = start + tlb + (int64_t) (count - 1) * ext + text;
+        if (lo < 0 || (uint64_t) hi > p->size) return OMPI_ERR_RMA_RANGE;
+    }
+    *addr = p->base + (uint64_t) start;
+    return OMPI_SUCCESS;
+}
+
+static ompi_osc_nbe_request_t *new_request(ompi_osc_nbe_module_t *module)
+{
+    ompi_osc_nbe_request_t *req = OBJ_NEW(ompi_osc_nbe_request_t);
+    if (NULL == req) return NULL;
+    OMPI_REQUEST_INIT(&req->super, false);
+    req->super.req_mpi_object.win = module->win;
+    req->super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    return req;
+}
+
+/* bounded buffering: wait for progress while too many ops are in flight */
+static void throttle(ompi_osc_nbe_module_t *module)
+{
+    while (nbe_engine_buffered(module->engine) >= mca_osc_nbe_component.buffered_ops_limit) {
+        opal_progress();
+    }
+}
+
+static int start_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op,
+                    struct ompi_request_t **request)
+{
+    int rc;
+    if (request) {
+        op->req = new_request(module);
+        if (NULL == op->req) {
+            ompi_osc_nbe_op_free(op);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        *request = &op->req->super;
+    }
+    if (op->origin_dt) OBJ_RETAIN(op->origin_dt);
+    if (op->result_dt) OBJ_RETAIN(op->result_dt);
+    if (op->target_dt) OBJ_RETAIN(op->target_dt);
+    if (op->op) OBJ_RETAIN(op->op);
+    throttle(module);
+    rc = nbe_rma(module->engine, &op->super);
+    if (NBE_OK != rc) {
+        if (op->req) {
+            ompi_osc_nbe_request_t *req = op->req;
+            op->req = NULL;
+            OMPI_REQUEST_FINI(&req->super);
+            OBJ_RELEASE(req);
+            *request = MPI_REQUEST_NULL;
+        }
+        ompi_osc_nbe_op_free(op);
+        return ompi_osc_nbe_err(rc);
+    }
+    return OMPI_SUCCESS;
+}
+
+static ompi_osc_nbe_op_t *new_op(ompi_osc_nbe_module_t *module, int type, int target)
+{
+    ompi_osc_nbe_op_t *op = calloc(1, sizeof(*op));
+    if (NULL == op) return NULL;
+    op->type = type;
+    op->module = module;
+    op->super.target = target;
+    return op;
+}
+
+/* an empty operation still needs an epoch; its request completes at once */
+static int empty_op(ompi_osc_nbe_module_t *module, int target, struct ompi_request_t **request)
+{
+    int rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    if (request) {
+        ompi_osc_nbe_request_t *req = new_request(module);
+        if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
+        *request = &req->super;
+        ompi_request_complete(&req->super, true);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int do_put(const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
+                  int target, ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                  ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    uint64_t addr;
+    int rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 == dt_bytes(origin_dt, origin_count)) return empty_op(module, target, request);
+    ompi_osc_nbe_op_t *op = new_op(module, NBE_OP_PUT, target);
+    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    op->origin_addr = origin_addr;
+    op->origin_count = origin_count;
+    op->origin_dt = origin_dt;
+    op->target_count = target_count;
+    op->target_dt = target_dt;
+    op->target_addr = addr;
+    return start_op(module, op, request);
+}
+
+static int do_get(void *origin_addr, int origin_count, ompi_datatype_t *origin_dt, int target,
+                  ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                  ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    uint64_t addr;
+    int rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 == dt_bytes(origin_dt, origin_count)) return empty_op(module, target, request);
+    ompi_osc_nbe_op_t *op = new_op(module, NBE_OP_GET, target);
+    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    op->origin_addr = origin_addr;
+    op->result_addr = origin_addr;
+    op->origin_count = origin_count;
+    op->origin_dt = origin_dt;
+    op->target_count = target_count;
+    op->target_dt = target_dt;
+    op->target_addr = addr;
+    return start_op(module, op, request);
+}
+
+static int do_acc(int type, const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
+                  void *result_addr, int result_count, ompi_datatype_t *result_dt, int target,
+                  ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                  ompi_op_t *mpi_op, ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    uint64_t addr;
+    int rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 == dt_bytes(target_dt, target_count)) return empty_op(module, target, request);
+    ompi_osc_nbe_op_t *op = new_op(module, type, target);
+    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    bool no_op = &ompi_mpi_op_no_op.op == mpi_op;
+    op->origin_addr = no_op ? NULL : origin_addr;
+    op->origin_count = no_op ? 0 : origin_count;
+    op->origin_dt = no_op ? NULL : origin_dt;
+    op->result_addr = result_addr;
+    op->result_count = result_count;
+    op->result_dt = (NBE_OP_GACC == type) ? result_dt : NULL;
+    op->target_count = target_count;
+    op->target_dt = target_dt;
+    op->target_addr = addr;
+    op->op = mpi_op;
+    /* reject element types the target cannot reduce before queueing */
+    rc = acc_elem(op);
+    op->elem_dt = NULL;
+    if (OMPI_SUCCESS != rc) {
+        free(op);
+        return rc;
+    }
+    return start_op(module, op, request);
+}
+
+int ompi_osc_nbe_put(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                     int target, ptrdiff_t target_disp, int target_count,
+                     struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
+{
+    return do_put(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+                  target_dt, win, NULL);
+}
+
+int ompi_osc_nbe_rput(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                      int target, ptrdiff_t target_disp, int target_count,
+                      struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                      struct ompi_request_t **request)
+{
+    return do_put(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+                  target_dt, win, request);
+}
+
+int ompi_osc_nbe_get(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                     int target, ptrdiff_t target_disp, int target_count,
+                     struct ompi_datatype_t *target_dt, struct ompi_win_t *win)
+{
+    return do_get(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+                  target_dt, win, NULL);
+}
+
+int ompi_osc_nbe_rget(void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
+                      int target, ptrdiff_t target_disp, int target_count,
+                      struct ompi_datatype_t *target_dt, struct ompi_win_t *win,
+                      struct ompi_request_t **request)
+{
+    return do_get(origin_addr, origin_count, origin_dt, target, target_disp, target_count,
+                  target_dt, win, request);
+}
+
+int ompi_osc_nbe_accumulate(const void *origin_addr, int origin_count,
+                            struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                            int target_count, struct ompi_datatype_t *target_dt,
+                            struct ompi_op_t *op, struct ompi_win_t *win)
+{
+    return do_acc(NBE_OP_ACC, origin_addr, origin_count, origin_dt, NULL, 0, NULL, target,
+                  target_disp, target_count, target_dt, op, win, NULL);
+}
+
+int ompi_osc_nbe_raccumulate(const void *origin_addr, int origin_count,
+                             struct ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                             int target_count, struct ompi_datatype_t *target_dt,
+                             struct ompi_op_t *op, struct ompi_win_t *win,
+                             struct ompi_request_t **request)
+{
+    return do_acc(NBE_OP_ACC, origin_addr, origin_count, origin_dt, NULL, 0, NULL, target,
+                  target_disp, target_count, target_dt, op, win, request);
+}
+
+int ompi_osc_nbe_get_accumulate(const void *origin_addr, int origin_count,
+                                struct ompi_datatype_t *origin_dt, void *result_addr,
+                                int result_count, struct ompi_datatype_t *result_dt,
+                                int target, ptrdiff_t target_disp, int target_count,
+                                struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                struct ompi_win_t *win)
+{
+    return do_acc(NBE_OP_GACC, origin_addr, origin_count, origin_dt, result_addr, result_count,
+                  result_dt, target, target_disp, target_count, target_dt, op, win, NULL);
+}
+
+int ompi_osc_nbe_rget_accumulate(const void *origin_addr, int origin_count,
+                                 struct ompi_datatype_t *origin_dt, void *result_addr,
+                                 int result_count, struct ompi_datatype_t *result_dt,
+                                 int target, ptrdiff_t target_disp, int target_count,
+                                 struct ompi_datatype_t *target_dt, struct ompi_op_t *op,
+                                 struct ompi_win_t *win, struct ompi_request_t **request)
+{
+    return do_acc(NBE_OP_GACC, origin_addr, origin_count, origin_dt, result_addr, result_count,
+                  result_dt, target, target_disp, target_count, target_dt, op, win, request);
+}
+
+int ompi_osc_nbe_fetch_and_op(const void *origin_addr, void *result_addr,
+                              struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
+                              struct ompi_op_t *op, struct ompi_win_t *win)
+{
+    return do_acc(NBE_OP_GACC, origin_addr, 1, dt, result_addr, 1, dt, target, target_disp, 1, dt,
+                  op, win, NULL);
+}
+
+int ompi_osc_nbe_compare_and_swap(const void *origin_addr, const void *compare_addr,
+                                  void *result_addr, struct ompi_datatype_t *dt, int target,
+                                  ptrdiff_t target_disp, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    uint64_t addr;
+    size_t sz = dt_bytes(dt, 1);
+    int rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, 1, dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (2 * sz > sizeof(((ompi_osc_nbe_op_t *) 0)->cas_buf)) return OMPI_ERR_NOT_SUPPORTED;
+    ompi_osc_nbe_op_t *op = new_op(module, NBE_OP_CAS, target);
+    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    memcpy(op->cas_buf, compare_addr, sz);
+    memcpy(op->cas_buf + sz, origin_addr, sz);
+    op->result_addr = result_addr;
+    op->target_count = 1;
+    op->target_dt = dt;
+    op->target_addr = addr;
+    return start_op(module, op, NULL);
+}

@@ -1,0 +1,405 @@
+/*
+ * osc/nbe component: registration, selection, window creation and free.
+ */
+#include "osc_nbe.h"
+
+#include <string.h>
+
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/mca/base/mca_base_pvar.h"
+#include "ompi/group/group.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/mca/bml/base/base.h"
+
+#include "ompi_scale_common.h"
+
+static int component_register(void);
+static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
+static int component_finalize(void);
+static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                           struct ompi_communicator_t *comm, struct opal_info_t *info,
+                           int flavor);
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model);
+
+ompi_osc_nbe_component_t mca_osc_nbe_component = {
+    .super = {
+        .osc_version = {
+            OMPI_OSC_BASE_VERSION_3_0_0,
+            .mca_component_name = "nbe",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_register_component_params = component_register,
+        },
+        .osc_data = {
+            MCA_BASE_METADATA_PARAM_NONE
+        },
+        .osc_init = component_init,
+        .osc_query = component_query,
+        .osc_select = component_select,
+        .osc_finalize = component_finalize,
+    },
+};
+
+static const ompi_osc_base_module_t module_template = {
+    .osc_win_shared_query = ompi_osc_nbe_shared_query,
+    .osc_win_attach = ompi_osc_nbe_attach,
+    .osc_win_detach = ompi_osc_nbe_detach,
+    .osc_free = ompi_osc_nbe_free,
+
+    .osc_put = ompi_osc_nbe_put,
+    .osc_get = ompi_osc_nbe_get,
+    .osc_accumulate = ompi_osc_nbe_accumulate,
+    .osc_compare_and_swap = ompi_osc_nbe_compare_and_swap,
+    .osc_fetch_and_op = ompi_osc_nbe_fetch_and_op,
+    .osc_get_accumulate = ompi_osc_nbe_get_accumulate,
+
+    .osc_rput = ompi_osc_nbe_rput,
+    .osc_rget = ompi_osc_nbe_rget,
+    .osc_raccumulate = ompi_osc_nbe_raccumulate,
+    .osc_rget_accumulate = ompi_osc_nbe_rget_accumulate,
+
+    .osc_fence = ompi_osc_nbe_fence,
+
+    .osc_start = ompi_osc_nbe_start,
+    .osc_complete = ompi_osc_nbe_complete,
+    .osc_post = ompi_osc_nbe_post,
+    .osc_wait = ompi_osc_nbe_wait,
+    .osc_test = ompi_osc_nbe_test,
+
+    .osc_lock = ompi_osc_nbe_lock,
+    .osc_unlock = ompi_osc_nbe_unlock,
+    .osc_lock_all = ompi_osc_nbe_lock_all,
+    .osc_unlock_all = ompi_osc_nbe_unlock_all,
+
+    .osc_sync = ompi_osc_nbe_sync,
+    .osc_flush = ompi_osc_nbe_flush,
+    .osc_flush_all = ompi_osc_nbe_flush_all,
+    .osc_flush_local = ompi_osc_nbe_flush_local,
+    .osc_flush_local_all = ompi_osc_nbe_flush_local_all,
+};
+
+static const nbe_transport_t nbe_transport = {
+    .send_ctrl = ompi_osc_nbe_send_ctrl_cb,
+    .issue = ompi_osc_nbe_issue_cb,
+    .req_complete = ompi_osc_nbe_req_complete_cb,
+};
+
+/* ---------------------------------------------------------------- */
+/* MPI_T performance variables, bound to a window */
+
+enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES };
+
+static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    ompi_win_t *win = (ompi_win_t *) obj;
+    unsigned long long *out = (unsigned long long *) value;
+    *out = 0;
+    if (NULL == win || NULL == win->w_osc_module ||
+        win->w_osc_module->osc_free != ompi_osc_nbe_free) {
+        return OPAL_SUCCESS;
+    }
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    const nbe_stats_t *st = nbe_engine_stats(module->engine);
+    switch ((int) (intptr_t) pvar->ctx) {
+    case PV_DEFERRED: *out = st->epochs_deferred; break;
+    case PV_RECORDED: *out = st->ops_recorded; break;
+    case PV_BUFFERED: *out = nbe_engine_buffered(module->engine); break;
+    case PV_BYTES: *out = module->bytes; break;
+    }
+    return OPAL_SUCCESS;
+}
+
+static void register_pvar(const char *name, const char *desc, int var_class, int which)
+{
+    (void) mca_base_component_pvar_register(&mca_osc_nbe_component.super.osc_version, name, desc,
+                                            OPAL_INFO_LVL_4, var_class,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_MPI_WIN,
+                                            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            pvar_read, NULL, NULL, (void *) (intptr_t) which);
+}
+
+static int component_register(void)
+{
+    int rc = ompi_scale_check_ompi_version("osc", "nbe");
+    if (OPAL_SUCCESS != rc) return rc;
+    ompi_scale_help_init();
+
+    const mca_base_component_t *c = &mca_osc_nbe_component.super.osc_version;
+
+    mca_osc_nbe_component.priority = 5;
+    (void) mca_base_component_var_register(c, "priority",
+        "Selection priority of osc/nbe. The default (5) is below osc/rdma, osc/sm and osc/ucx, "
+        "so nbe is used only when selected explicitly (--mca osc nbe) or given a higher priority",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_3, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_nbe_component.priority);
+
+    mca_osc_nbe_component.verbose = 0;
+    (void) mca_base_component_var_register(c, "verbose",
+        "Verbosity of osc/nbe diagnostics (0: none, 10: epochs, 50: every message)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.verbose);
+
+    mca_osc_nbe_component.buffered_ops_limit = 4096;
+    (void) mca_base_component_var_register(c, "buffered_ops_limit",
+        "Maximum number of RMA operations a window buffers (recorded in a deferred or ungranted "
+        "epoch, or issued but not yet locally complete). Past it the issuing call drives progress "
+        "until the count drops. Epochs themselves have no operation cap",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.buffered_ops_limit);
+
+    mca_osc_nbe_component.max_frag_size = 65536;
+    (void) mca_base_component_var_register(c, "max_frag_size",
+        "Upper bound in bytes of one active-message fragment (the BTL's max send size applies too)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.max_frag_size);
+
+    mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
+    (void) mca_base_component_var_register(c, "btl_tag",
+        "BTL active-message tag used by osc/nbe (must be free: 0x60-0x7f is the osc range)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_nbe_component.btl_tag);
+
+    register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
+                  MCA_BASE_PVAR_CLASS_COUNTER, PV_DEFERRED);
+    register_pvar("ops_recorded", "RMA operations recorded because their epoch or target grant "
+                  "was not yet active", MCA_BASE_PVAR_CLASS_COUNTER, PV_RECORDED);
+    register_pvar("buffered_ops", "RMA operations currently buffered by this window",
+                  MCA_BASE_PVAR_CLASS_LEVEL, PV_BUFFERED);
+    register_pvar("bytes", "RMA payload bytes issued on this window",
+                  MCA_BASE_PVAR_CLASS_COUNTER, PV_BYTES);
+    return OMPI_SUCCESS;
+}
+
+static int component_progress(void)
+{
+    int count = 0;
+    ompi_osc_nbe_module_t *module;
+    opal_list_item_t *item;
+    OPAL_LIST_FOREACH(item, &mca_osc_nbe_component.module_list, opal_list_item_t) {
+        module = (ompi_osc_nbe_module_t *) ((char *) item - offsetof(ompi_osc_nbe_module_t, list_item));
+        count += ompi_osc_nbe_progress_module(module);
+    }
+    return count;
+}
+
+static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    (void) enable_mpi_threads;
+    mca_osc_nbe_component.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_osc_nbe_component.output, mca_osc_nbe_component.verbose);
+    OBJ_CONSTRUCT(&mca_osc_nbe_component.modules, opal_hash_table_t);
+    opal_hash_table_init(&mca_osc_nbe_component.modules, 16);
+    OBJ_CONSTRUCT(&mca_osc_nbe_component.module_list, opal_list_t);
+    return OMPI_SUCCESS;
+}
+
+static int component_finalize(void)
+{
+    if (mca_osc_nbe_component.progress_registered) {
+        opal_progress_unregister(component_progress);
+        mca_osc_nbe_component.progress_registered = false;
+    }
+    OBJ_DESTRUCT(&mca_osc_nbe_component.module_list);
+    OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
+    opal_output_close(mca_osc_nbe_component.output);
+    return OMPI_SUCCESS;
+}
+
+/* nbe needs the BML/BTL stack that pml ob1 (and mdq) bring up; under pml
+ * ucx or cm there is none and another osc must be chosen */
+static bool bml_available(void)
+{
+    return mca_bml_base_inited() && NULL != mca_bml.bml_register;
+}
+
+static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                           struct ompi_communicator_t *comm, struct opal_info_t *info,
+                           int flavor)
+{
+    (void) win; (void) base; (void) size; (void) disp_unit; (void) comm; (void) info;
+    if (!bml_available()) return OMPI_ERR_NOT_AVAILABLE;
+    if (MPI_WIN_FLAVOR_SHARED == flavor) return OMPI_ERR_NOT_AVAILABLE;
+    return mca_osc_nbe_component.priority;
+}
+
+static void module_release(ompi_osc_nbe_module_t *module)
+{
+    if (NULL == module) return;
+    if (module->engine) nbe_engine_destroy(module->engine);
+    OBJ_DESTRUCT(&module->outq);
+    OBJ_DESTRUCT(&module->list_item);
+    free(module->peers);
+    free(module->regions);
+    free(module->free_after);
+    free(module);
+}
+
+static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
+                            struct ompi_communicator_t *comm, struct opal_info_t *info,
+                            int flavor, int *model)
+{
+    ompi_osc_nbe_module_t *module;
+    int ret;
+    (void) info;
+
+    if (!bml_available() || MPI_WIN_FLAVOR_SHARED == flavor) return OMPI_ERR_NOT_SUPPORTED;
+
+    ret = ompi_osc_nbe_am_register();
+    if (OMPI_SUCCESS != ret) return ret;
+
+    module = calloc(1, sizeof(*module));
+    if (NULL == module) return OMPI_ERR_OUT_OF_RESOURCE;
+    module->super = module_template;
+    OBJ_CONSTRUCT(&module->outq, opal_list_t);
+    OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
+    module->win = win;
+    module->flavor = flavor;
+    module->disp_unit = disp_unit;
+    module->win_size = size;
+
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
+        /* always a valid, distinct address, even for size 0 */
+        module->free_after = malloc(size ? size : 1);
+        if (NULL == module->free_after) {
+            module_release(module);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        *base = module->free_after;
+    }
+    module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
+
+    ret = ompi_comm_dup(comm, &module->comm);
+    if (OMPI_SUCCESS != ret) {
+        module_release(module);
+        return ret;
+    }
+    module->cid = ompi_comm_get_cid(module->comm);
+    module->rank = ompi_comm_rank(module->comm);
+    module->size = ompi_comm_size(module->comm);
+
+    /* window geometry of every process (base, size, disp_unit) */
+    ompi_osc_nbe_peer_t mine = {
+        .base = (uint64_t) (uintptr_t) module->base,
+        .size = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? UINT64_MAX : (uint64_t) size,
+        .disp_unit = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? 1 : disp_unit,
+    };
+    module->peers = calloc((size_t) module->size, sizeof(ompi_osc_nbe_peer_t));
+    if (NULL == module->peers) {
+        ompi_comm_free(&module->comm);
+        module_release(module);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    ret = module->comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, module->peers,
+                                               sizeof(mine), MPI_BYTE, module->comm,
+                                               module->comm->c_coll->coll_allgather_module);
+    if (OMPI_SUCCESS != ret) {
+        ompi_comm_free(&module->comm);
+        module_release(module);
+        return ret;
+    }
+
+    module->engine = nbe_engine_create(module->rank, module->size, &nbe_transport, module);
+    if (NULL == module->engine) {
+        ompi_comm_free(&module->comm);
+        module_release(module);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+
+    opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, module->cid, module);
+    opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);
+    mca_osc_nbe_component.nwindows++;
+    if (!mca_osc_nbe_component.progress_registered) {
+        opal_progress_register(component_progress);
+        mca_osc_nbe_component.progress_registered = true;
+    }
+
+    *model = MPI_WIN_UNIFIED;
+    win->w_osc_module = &module->super;
+    {
+        char name[MPI_MAX_OBJECT_NAME];
+        snprintf(name, sizeof(name), "nbe window %u", module->cid);
+        ompi_win_set_name(win, name);
+    }
+
+    /* nobody may send to this window before every process registered it */
+    ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
+    if (OMPI_SUCCESS != ret) return ret;
+
+    opal_output_verbose(10, mca_osc_nbe_component.output,
+                        "osc/nbe: window %u created (flavor %d, %d processes)", module->cid,
+                        flavor, module->size);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_free(struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    int ret;
+
+    ret = nbe_engine_can_free(module->engine);
+    if (NBE_OK != ret) return OMPI_ERR_RMA_SYNC;
+    module->freeing = true;
+    /* Rule 10(b): every epoch completes before the window goes away */
+    while (!nbe_engine_idle(module->engine) || !opal_list_is_empty(&module->outq)) {
+        opal_progress();
+    }
+    ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
+
+    opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
+    opal_list_remove_item(&mca_osc_nbe_component.module_list, &module->list_item);
+    if (0 == --mca_osc_nbe_component.nwindows && mca_osc_nbe_component.progress_registered) {
+        opal_progress_unregister(component_progress);
+        mca_osc_nbe_component.progress_registered = false;
+    }
+    ompi_comm_free(&module->comm);
+    win->w_osc_module = NULL;
+    module_release(module);
+    return ret;
+}
+
+int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                              void *baseptr)
+{
+    (void) win; (void) rank; (void) size; (void) disp_unit; (void) baseptr;
+    return OMPI_ERR_RMA_FLAVOR;
+}
+
+int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) return OMPI_ERR_RMA_FLAVOR;
+    uintptr_t b = (uintptr_t) base;
+    for (int i = 0; i < module->nregions; ++i) {
+        ompi_osc_nbe_region_t *r = &module->regions[i];
+        if (b < r->base + r->len && r->base < b + len) return OMPI_ERR_RMA_ATTACH;
+    }
+    if (module->nregions == module->cap_regions) {
+        int ncap = module->cap_regions ? 2 * module->cap_regions : 8;
+        ompi_osc_nbe_region_t *nr = realloc(module->regions, (size_t) ncap * sizeof(*nr));
+        if (NULL == nr) return OMPI_ERR_OUT_OF_RESOURCE;
+        module->regions = nr;
+        module->cap_regions = ncap;
+    }
+    module->regions[module->nregions].base = b;
+    module->regions[module->nregions].len = len;
+    module->nregions++;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_detach(struct ompi_win_t *win, const void *base)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) return OMPI_ERR_RMA_FLAVOR;
+    for (int i = 0; i < module->nregions; ++i) {
+        if (module->regions[i].base == (uintptr_t) base) {
+            module->regions[i] = module->regions[--module->nregions];
+            return OMPI_SUCCESS;
+        }
+    }
+    return OMPI_ERR_RMA_ATTACH;
+}

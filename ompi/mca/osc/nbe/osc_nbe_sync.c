@@ -1,0 +1,243 @@
+/*
+ * osc/nbe synchronizations: each blocking MPI call is the engine's
+ * nonblocking operation followed by a wait on its internal request.
+ * Opening calls (start, post, lock, lock_all) do not wait: their epoch
+ * activates (or stays deferred) inside the engine.
+ */
+#include "osc_nbe.h"
+
+#include "opal/runtime/opal_progress.h"
+#include "opal/sys/atomic.h"
+#include "ompi/group/group.h"
+
+static int request_free(struct ompi_request_t **ompi_req)
+{
+    ompi_osc_nbe_request_t *req = (ompi_osc_nbe_request_t *) *ompi_req;
+    if (!REQUEST_COMPLETE(&req->super)) {
+        /* released when the operation completes */
+        req->user_freed = true;
+    } else {
+        OMPI_REQUEST_FINI(&req->super);
+        OBJ_RELEASE(req);
+    }
+    *ompi_req = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int request_cancel(struct ompi_request_t *request, int complete)
+{
+    (void) request; (void) complete;
+    return MPI_ERR_REQUEST;
+}
+
+static void request_construct(ompi_osc_nbe_request_t *req)
+{
+    req->super.req_type = OMPI_REQUEST_WIN;
+    req->super.req_status._cancelled = 0;
+    req->super.req_free = request_free;
+    req->super.req_cancel = request_cancel;
+    req->user_freed = false;
+}
+
+OBJ_CLASS_INSTANCE(ompi_osc_nbe_request_t, ompi_request_t, request_construct, NULL);
+
+int ompi_osc_nbe_err(int nbe_rc)
+{
+    switch (nbe_rc) {
+    case NBE_OK: return OMPI_SUCCESS;
+    case NBE_ERR_SYNC: return OMPI_ERR_RMA_SYNC;
+    case NBE_ERR_NOMEM: return OMPI_ERR_OUT_OF_RESOURCE;
+    default: return OMPI_ERR_BAD_PARAM;
+    }
+}
+
+void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req)
+{
+    (void) ctx;
+    (void) req;   /* blocking calls poll req->complete */
+}
+
+int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
+{
+    ompi_osc_nbe_progress_module(module);
+    while (!req->complete) {
+        opal_progress();
+    }
+    int status = req->status;
+    nbe_req_free(req);
+    return status ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+static int nbe_assert(int mpi_assert)
+{
+    int a = 0;
+    if (mpi_assert & MPI_MODE_NOCHECK) a |= NBE_MODE_NOCHECK;
+    if (mpi_assert & MPI_MODE_NOPRECEDE) a |= NBE_MODE_NOPRECEDE;
+    if (mpi_assert & MPI_MODE_NOSUCCEED) a |= NBE_MODE_NOSUCCEED;
+    return a;
+}
+
+/* group ranks -> ranks of the window's communicator */
+static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group, int **out, int *n)
+{
+    int size = ompi_group_size(group);
+    int *in = malloc(sizeof(int) * (size_t) (size ? size : 1));
+    int *ranks = malloc(sizeof(int) * (size_t) (size ? size : 1));
+    if (NULL == in || NULL == ranks) {
+        free(in);
+        free(ranks);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int i = 0; i < size; ++i) in[i] = i;
+    int rc = ompi_group_translate_ranks(group, size, in, module->comm->c_local_group, ranks);
+    free(in);
+    if (OMPI_SUCCESS != rc) {
+        free(ranks);
+        return rc;
+    }
+    for (int i = 0; i < size; ++i) {
+        if (MPI_UNDEFINED == ranks[i]) {
+            free(ranks);
+            return OMPI_ERR_BAD_PARAM;
+        }
+    }
+    *out = ranks;
+    *n = size;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    int *ranks, n;
+    int rc = group_ranks(module, group, &ranks, &n);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = nbe_istart(module->engine, ranks, n, nbe_assert(assert), NULL);
+    free(ranks);
+    return ompi_osc_nbe_err(rc);
+}
+
+int ompi_osc_nbe_complete(struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_icomplete(module->engine, &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    int *ranks, n;
+    int rc = group_ranks(module, group, &ranks, &n);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = nbe_ipost(module->engine, ranks, n, nbe_assert(assert), NULL);
+    free(ranks);
+    if (NBE_OK == rc) ompi_osc_nbe_progress_module(module);
+    return ompi_osc_nbe_err(rc);
+}
+
+int ompi_osc_nbe_wait(struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_iwait(module->engine, &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    opal_progress();
+    int rc = nbe_test_exposure(module->engine, flag);
+    return ompi_osc_nbe_err(rc);
+}
+
+int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    bool self = target == module->rank;
+    int type = (MPI_LOCK_EXCLUSIVE == lock_type) ? NBE_LOCK_EXCLUSIVE : NBE_LOCK_SHARED;
+    /* the lock request leaves eagerly; the epoch's operations wait for the
+     * grant. Only a lock of self must be held on return (local loads and
+     * stores follow it). */
+    int rc = nbe_ilock(module->engine, type, target, nbe_assert(assert), self ? &req : NULL);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    if (self) return ompi_osc_nbe_wait_req(module, req);
+    ompi_osc_nbe_progress_module(module);
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_iunlock(module->engine, target, &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    int rc = nbe_ilock_all(module->engine, nbe_assert(assert), NULL);
+    if (NBE_OK == rc) ompi_osc_nbe_progress_module(module);
+    return ompi_osc_nbe_err(rc);
+}
+
+int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_iunlock_all(module->engine, &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_sync(struct ompi_win_t *win)
+{
+    opal_atomic_mb();
+    ompi_osc_nbe_progress_module(ompi_osc_nbe_module(win));
+    return OMPI_SUCCESS;
+}
+
+static int flush_common(struct ompi_win_t *win, int target, int local)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    nbe_req_t *req = NULL;
+    int rc = nbe_iflush(module->engine, target, local, &req);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
+int ompi_osc_nbe_flush(int target, struct ompi_win_t *win)
+{
+    return flush_common(win, target, 0);
+}
+
+int ompi_osc_nbe_flush_all(struct ompi_win_t *win)
+{
+    return flush_common(win, -1, 0);
+}
+
+int ompi_osc_nbe_flush_local(int target, struct ompi_win_t *win)
+{
+    return flush_common(win, target, 1);
+}
+
+int ompi_osc_nbe_flush_local_all(struct ompi_win_t *win)
+{
+    return flush_common(win, -1, 1);
+}
