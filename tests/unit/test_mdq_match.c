@@ -648,6 +648,41 @@ START_TEST(test_memory_sparse)
 }
 END_TEST
 
+/* item 16: 10^6 random insert/delete cycles; the slab footprint stays bounded
+ * by the peak of live objects (plus at most one partly used slab per class) */
+START_TEST(test_pool_reuse)
+{
+    enum { LIVE = 2048, CYCLES = 1000000 };
+    const uint32_t s = 1u << 20;
+    obj_t *o = calloc(LIVE, sizeof(*o));
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    uint64_t x = 99;
+    for (int i = 0; i < LIVE; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        mdq_match_append_unexpected(q, &mk(&o[i], i, (int32_t) (x % s), 0)->it, NULL);
+    }
+    for (int c = 0; c < CYCLES; c++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        obj_t *v = &o[x % LIVE];
+        ck_assert(mdq_match_remove(q, &v->it));
+        v->it.rank = (int32_t) ((x >> 24) % s);
+        if (x & (1u << 20))
+            mdq_match_append_posted(q, &v->it, NULL);
+        else
+            mdq_match_append_unexpected(q, &v->it, NULL);
+    }
+    CHECK_INV(q);
+    size_t peak = mdq_match_pool_bytes_peak(pool) - 56;
+    size_t reserved = mdq_match_pool_bytes_reserved(pool);
+    ck_assert_msg(reserved <= peak + 2 * (16384 + 272 + 16), "reserved %zu for peak %zu", reserved, peak);
+    mdq_match_queue_destroy(q);
+    ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 0);
+    mdq_match_pool_destroy(pool);
+    free(o);
+}
+END_TEST
+
 /* a pool that refuses Cubes/JumpPoints turns the queue linear, losing nothing */
 START_TEST(test_pool_limit_degrades)
 {
@@ -745,6 +780,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_visit_bound, 0, 3);
     tcase_add_loop_test(tc, test_memory_table45, 0, 3);
     tcase_add_test(tc, test_memory_sparse);
+    tcase_add_test(tc, test_pool_reuse);
     tcase_add_test(tc, test_pool_limit_degrades);
     tcase_add_test(tc, test_many_queues_share_pool);
     suite_add_tcase(s, tc);

@@ -409,7 +409,10 @@ mdq_match_queue_t *mdq_match_queue_create(mdq_match_pool_t *pool, uint32_t comm_
     L->bits = (uint8_t) mdq_match_bits_for_size(comm_size);
     L->policy = (uint8_t) policy;
     L->mode = (uint8_t) mode;
-    L->gen = 1;
+    /* start each queue's cursor stamps elsewhere, so that a cursor handed to
+     * the wrong queue is (almost certainly) recognised as stale */
+    L->gen = (uint32_t) (((uintptr_t) q >> 4) * 2654435761u);
+    bump_gen(L);
     if (mode == MDQ_MATCH_MODE_AUTO)
         L->is4d = comm_size >= mdq_match_threshold(comm_size, adjustment);
     else
@@ -446,6 +449,11 @@ const mdq_match_stats_t *mdq_match_queue_stats(const mdq_match_queue_t *q)
     return &q->stats;
 }
 
+/* The fixed per-queue cost of the memory model: the 56-byte ContextIdLead
+ * (Cube list head, ANY_SOURCE / linear list heads, pool, 64-bit sequence
+ * counter, size and mode fields, cursor stamp). The queue object carries 48
+ * more bytes of instrumentation (stats and Cube/JumpPoint tallies) that the
+ * paper's model does not count, as its instrumented build did not either. */
 size_t mdq_match_queue_bytes(const mdq_match_queue_t *q)
 {
     (void) q;

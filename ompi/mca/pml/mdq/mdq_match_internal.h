@@ -83,14 +83,68 @@ enum {
 #define MDQ_HOME_KIND(home) ((unsigned) ((uintptr_t) (home) & MDQ_HOME_MASK))
 #define MDQ_HOME_BASE(home) ((void *) ((uintptr_t) (home) & ~(uintptr_t) MDQ_HOME_MASK))
 
-/* ---- pool (mdq_match_pool.c) ---- */
+/* ---- pool (mdq_match_pool.c; get/put inline for the match path) ---- */
 /* class 0: JumpPoints; class b (2..MDQ_MAX_BITS): Cubes with ds = 1 << b */
 #define MDQ_MAX_BITS 8
-void *mdq_pool_get(mdq_match_pool_t *pool, unsigned cls);
-void mdq_pool_put(mdq_match_pool_t *pool, unsigned cls, void *obj);
-/* account bytes not allocated from slabs (queue heads) */
-bool mdq_pool_charge(mdq_match_pool_t *pool, size_t bytes);
-void mdq_pool_uncharge(mdq_match_pool_t *pool, size_t bytes);
+
+typedef struct mdq_slab mdq_slab_t;
+
+typedef struct mdq_pool_class {
+    void *free;       /* intrusive free list: first word of a free object */
+    size_t obj_bytes;
+    size_t live;      /* objects handed out */
+} mdq_pool_class_t;
+
+struct mdq_match_pool {
+    mdq_pool_class_t cls[MDQ_MAX_BITS + 1];
+    mdq_slab_t *slabs;
+    size_t bytes_live;
+    size_t bytes_peak;
+    size_t bytes_limit; /* 0: unlimited */
+    size_t bytes_slabs; /* memory obtained from malloc for slabs */
+};
+
+/* refill a class's free list with a new slab; false if malloc fails */
+bool mdq_pool_grow(mdq_match_pool_t *pool, mdq_pool_class_t *c);
+
+/* account bytes (objects or queue heads); false over the limit */
+static inline bool mdq_pool_charge(mdq_match_pool_t *pool, size_t bytes)
+{
+    size_t live = pool->bytes_live + bytes;
+    if (__builtin_expect(pool->bytes_limit != 0 && live > pool->bytes_limit, 0))
+        return false;
+    pool->bytes_live = live;
+    if (live > pool->bytes_peak)
+        pool->bytes_peak = live;
+    return true;
+}
+
+static inline void mdq_pool_uncharge(mdq_match_pool_t *pool, size_t bytes)
+{
+    pool->bytes_live -= bytes;
+}
+
+static inline void *mdq_pool_get(mdq_match_pool_t *pool, unsigned cls)
+{
+    mdq_pool_class_t *c = &pool->cls[cls];
+    if (__builtin_expect(!c->free, 0) && !mdq_pool_grow(pool, c))
+        return NULL;
+    if (!mdq_pool_charge(pool, c->obj_bytes))
+        return NULL;
+    void **o = (void **) c->free;
+    c->free = *o;
+    c->live++;
+    return o;
+}
+
+static inline void mdq_pool_put(mdq_match_pool_t *pool, unsigned cls, void *obj)
+{
+    mdq_pool_class_t *c = &pool->cls[cls];
+    *(void **) obj = c->free;
+    c->free = obj;
+    c->live--;
+    pool->bytes_live -= c->obj_bytes;
+}
 
 static inline size_t mdq_cube_bytes(unsigned bits)
 {

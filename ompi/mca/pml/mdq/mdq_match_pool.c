@@ -14,27 +14,12 @@
 #define MDQ_SLAB_BYTES 16384 /* target slab size; at least MDQ_SLAB_MIN objects */
 #define MDQ_SLAB_MIN 4
 
-typedef struct mdq_slab {
+struct mdq_slab {
     struct mdq_slab *next;
     /* objects follow, 16-byte aligned */
-} mdq_slab_t;
+};
 
 #define MDQ_SLAB_HDR 16
-
-typedef struct mdq_pool_class {
-    void *free;        /* intrusive free list: first word of a free object */
-    size_t obj_bytes;
-    size_t live;       /* objects handed out */
-} mdq_pool_class_t;
-
-struct mdq_match_pool {
-    mdq_pool_class_t cls[MDQ_MAX_BITS + 1];
-    mdq_slab_t *slabs;
-    size_t bytes_live;
-    size_t bytes_peak;
-    size_t bytes_limit;   /* 0: unlimited */
-    size_t bytes_slabs;   /* memory obtained from malloc for slabs */
-};
 
 mdq_match_pool_t *mdq_match_pool_create(void)
 {
@@ -78,22 +63,7 @@ size_t mdq_match_pool_bytes_reserved(const mdq_match_pool_t *pool)
     return pool->bytes_slabs;
 }
 
-bool mdq_pool_charge(mdq_match_pool_t *pool, size_t bytes)
-{
-    if (pool->bytes_limit && pool->bytes_live + bytes > pool->bytes_limit)
-        return false;
-    pool->bytes_live += bytes;
-    if (pool->bytes_live > pool->bytes_peak)
-        pool->bytes_peak = pool->bytes_live;
-    return true;
-}
-
-void mdq_pool_uncharge(mdq_match_pool_t *pool, size_t bytes)
-{
-    pool->bytes_live -= bytes;
-}
-
-static bool pool_grow(mdq_match_pool_t *pool, mdq_pool_class_t *c)
+bool mdq_pool_grow(mdq_match_pool_t *pool, mdq_pool_class_t *c)
 {
     size_t n = MDQ_SLAB_BYTES / c->obj_bytes;
     if (n < MDQ_SLAB_MIN)
@@ -113,26 +83,4 @@ static bool pool_grow(mdq_match_pool_t *pool, mdq_pool_class_t *c)
         c->free = o;
     }
     return true;
-}
-
-void *mdq_pool_get(mdq_match_pool_t *pool, unsigned cls)
-{
-    mdq_pool_class_t *c = &pool->cls[cls];
-    if (!c->free && !pool_grow(pool, c))
-        return NULL;
-    if (!mdq_pool_charge(pool, c->obj_bytes))
-        return NULL;
-    void **o = c->free;
-    c->free = *o;
-    c->live++;
-    return o;
-}
-
-void mdq_pool_put(mdq_match_pool_t *pool, unsigned cls, void *obj)
-{
-    mdq_pool_class_t *c = &pool->cls[cls];
-    *(void **) obj = c->free;
-    c->free = obj;
-    c->live--;
-    pool->bytes_live -= c->obj_bytes;
 }
