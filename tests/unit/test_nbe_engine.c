@@ -1,0 +1,459 @@
+/*
+ * Check unit tests of the nbe epoch engine (no MPI): a simulated network of
+ * engines exchanges control messages and "put" operations that write one
+ * integer into the target's memory. Delivery order can be FIFO or random.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nbe_engine.h"
+
+#define MAXP 8
+#define MEM 64
+
+typedef struct msg {
+    struct msg *next;
+    int dst;
+    int is_op;
+    nbe_ctrl_t ctrl;
+    int src, index, value;
+    uint64_t fence_tag;
+} msg_t;
+
+typedef struct op {
+    nbe_op_t super;
+    int index, value;
+} op_t;
+
+static struct sim {
+    int n;
+    nbe_engine_t *e[MAXP];
+    int mem[MAXP][MEM];
+    msg_t *q;
+    size_t qlen;
+    int random_order;
+    int ctx[MAXP];
+    int completed_reqs;
+} S;
+
+static void push(msg_t *m)
+{
+    m->next = NULL;
+    msg_t **pp = &S.q;
+    while (*pp) pp = &(*pp)->next;
+    *pp = m;
+    S.qlen++;
+}
+
+static int tx_ctrl(void *ctx, int peer, const nbe_ctrl_t *c)
+{
+    (void) ctx;
+    msg_t *m = calloc(1, sizeof(*m));
+    m->dst = peer;
+    m->ctrl = *c;
+    push(m);
+    return 0;
+}
+
+static int tx_issue(void *ctx, nbe_op_t *eop)
+{
+    int me = *(int *) ctx;
+    op_t *op = (op_t *) eop;
+    int target = op->super.target;
+    nbe_engine_t *e = S.e[me];
+    if (target == me) {
+        S.mem[me][op->index] = op->value;
+        nbe_op_local_done(e, target);
+        free(op);
+        return 0;
+    }
+    msg_t *m = calloc(1, sizeof(*m));
+    m->dst = target;
+    m->is_op = 1;
+    m->src = me;
+    m->index = op->index;
+    m->value = op->value;
+    m->fence_tag = op->super.fence_tag;
+    push(m);
+    nbe_op_local_done(e, target);   /* data copied into the message */
+    free(op);
+    return 1;
+}
+
+static void tx_req(void *ctx, nbe_req_t *r)
+{
+    (void) ctx;
+    (void) r;
+    S.completed_reqs++;
+}
+
+static const nbe_transport_t TX = { tx_ctrl, tx_issue, tx_req };
+
+static void sim_init(int n, int random_order)
+{
+    memset(&S, 0, sizeof(S));
+    S.n = n;
+    S.random_order = random_order;
+    for (int i = 0; i < n; ++i) {
+        S.ctx[i] = i;
+        S.e[i] = nbe_engine_create(i, n, &TX, &S.ctx[i]);
+        ck_assert_ptr_nonnull(S.e[i]);
+    }
+}
+
+static void sim_fini(void)
+{
+    while (S.q) {
+        msg_t *m = S.q;
+        S.q = m->next;
+        free(m);
+    }
+    for (int i = 0; i < S.n; ++i) nbe_engine_destroy(S.e[i]);
+}
+
+/* deliver one message (FIFO or random); returns 0 if none */
+static int deliver_one(void)
+{
+    if (NULL == S.q) return 0;
+    msg_t **pp = &S.q;
+    if (S.random_order) {
+        size_t k = (size_t) rand() % S.qlen;
+        while (k--) pp = &(*pp)->next;
+    }
+    msg_t *m = *pp;
+    *pp = m->next;
+    S.qlen--;
+    if (m->is_op) {
+        S.mem[m->dst][m->index] = m->value;
+        nbe_on_op_arrived(S.e[m->dst], m->src, m->fence_tag);
+    } else {
+        nbe_on_ctrl(S.e[m->dst], &m->ctrl);
+    }
+    nbe_progress(S.e[m->dst]);
+    free(m);
+    return 1;
+}
+
+static void run_until_quiet(void)
+{
+    for (int guard = 0; guard < 100000; ++guard) {
+        int any = deliver_one();
+        for (int i = 0; i < S.n; ++i) any |= nbe_progress(S.e[i]) > 0;
+        if (!any) return;
+    }
+    ck_abort_msg("simulation did not quiesce");
+}
+
+static void put(int origin, int target, int index, int value, int expect_rc)
+{
+    op_t *op = calloc(1, sizeof(*op));
+    op->super.target = target;
+    op->index = index;
+    op->value = value;
+    int rc = nbe_rma(S.e[origin], &op->super);
+    ck_assert_int_eq(rc, expect_rc);
+    if (NBE_OK != rc) free(op);
+}
+
+static void wait_req(nbe_req_t *r)
+{
+    for (int guard = 0; guard < 100000 && !r->complete; ++guard) {
+        int any = deliver_one();
+        for (int i = 0; i < S.n; ++i) any |= nbe_progress(S.e[i]) > 0;
+        if (!any) break;
+    }
+    ck_assert_msg(r->complete, "request did not complete");
+    nbe_req_free(r);
+}
+
+/* ---------------------------------------------------------------- */
+
+START_TEST(fence_all_to_all)
+{
+    sim_init(4, _i);
+    nbe_req_t *r[MAXP];
+    for (int p = 0; p < S.n; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    for (int p = 0; p < S.n; ++p)
+        for (int t = 0; t < S.n; ++t) put(p, t, p, 100 * p + t, NBE_OK);
+    for (int p = 0; p < S.n; ++p) wait_req(r[p]);
+    /* closing fence: all puts visible everywhere when it completes */
+    for (int p = 0; p < S.n; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < S.n; ++p) {
+        ck_assert(r[p]->complete);
+        nbe_req_free(r[p]);
+        for (int o = 0; o < S.n; ++o) ck_assert_int_eq(S.mem[p][o], 100 * o + p);
+        ck_assert(nbe_engine_idle(S.e[p]));
+    }
+    sim_fini();
+}
+END_TEST
+
+/* fence completion needs every peer: one late process holds the others */
+START_TEST(fence_waits_for_late_peer)
+{
+    sim_init(3, 0);
+    nbe_req_t *r[3];
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOPRECEDE, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 3; ++p) nbe_req_free(r[p]);
+    put(0, 1, 5, 55, NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r[0]), NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r[1]), NBE_OK);
+    run_until_quiet();
+    ck_assert(!r[0]->complete);
+    ck_assert(!r[1]->complete);
+    ck_assert_int_eq(nbe_ifence(S.e[2], 0, &r[2]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 3; ++p) {
+        ck_assert(r[p]->complete);
+        nbe_req_free(r[p]);
+    }
+    ck_assert_int_eq(S.mem[1][5], 55);
+    sim_fini();
+}
+END_TEST
+
+/* operations issued before the targets' grants are recorded, then replayed */
+START_TEST(ops_recorded_until_granted)
+{
+    sim_init(2, 0);
+    nbe_req_t *r0, *r1;
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r0), NBE_OK);
+    put(0, 1, 0, 7, NBE_OK);
+    put(0, 1, 1, 8, NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ops_recorded, 2);
+    ck_assert_uint_eq(nbe_engine_buffered(S.e[0]), 2);
+    ck_assert_int_eq(S.mem[1][0], 0);
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][0], 7);
+    ck_assert_int_eq(S.mem[1][1], 8);
+    nbe_req_free(r0);
+    nbe_req_free(r1);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(pscw_basic)
+{
+    sim_init(3, _i);
+    int origins[] = { 0, 2 };
+    int target[] = { 1 };
+    nbe_req_t *rp, *rw, *rc0, *rc2;
+    ck_assert_int_eq(nbe_istart(S.e[0], target, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_istart(S.e[2], target, 1, 0, NULL), NBE_OK);
+    put(0, 1, 0, 10, NBE_OK);
+    put(2, 1, 2, 12, NBE_OK);
+    put(0, 2, 0, 1, NBE_ERR_SYNC);          /* 2 is not in 0's access group */
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &rc0), NBE_OK);
+    ck_assert_int_eq(nbe_icomplete(S.e[2], &rc2), NBE_OK);
+    run_until_quiet();
+    ck_assert(!rc0->complete);              /* no exposure yet */
+    ck_assert_int_eq(nbe_ipost(S.e[1], origins, 2, 0, &rp), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &rw), NBE_OK);
+    wait_req(rw);
+    ck_assert_int_eq(S.mem[1][0], 10);
+    ck_assert_int_eq(S.mem[1][2], 12);
+    wait_req(rc0);
+    wait_req(rc2);
+    wait_req(rp);
+    sim_fini();
+}
+END_TEST
+
+/* a target far ahead: three exposures granted before the origin's first
+ * access; epoch ids match them in FIFO order */
+START_TEST(epoch_ids_far_ahead_target)
+{
+    sim_init(2, 0);
+    int o[] = { 0 }, t[] = { 1 };
+    nbe_req_t *rw[3], *rc;
+    for (int k = 0; k < 3; ++k) {
+        ck_assert_int_eq(nbe_ipost(S.e[1], o, 1, 0, NULL), NBE_OK);
+        ck_assert_int_eq(nbe_iwait(S.e[1], &rw[k]), NBE_OK);
+    }
+    run_until_quiet();
+    /* only the first exposure is active (FIFO, successive epochs) */
+    ck_assert_uint_eq(nbe_engine_epochs_count(S.e[1]), 3);
+    ck_assert_uint_ge(nbe_engine_stats(S.e[1])->epochs_deferred, 2);
+    for (int k = 0; k < 3; ++k) {
+        ck_assert_int_eq(nbe_istart(S.e[0], t, 1, 0, NULL), NBE_OK);
+        put(0, 1, k, 20 + k, NBE_OK);
+        ck_assert_int_eq(nbe_icomplete(S.e[0], &rc), NBE_OK);
+        wait_req(rc);
+        wait_req(rw[k]);
+        ck_assert_int_eq(S.mem[1][k], 20 + k);
+    }
+    ck_assert(nbe_engine_idle(S.e[1]));
+    sim_fini();
+}
+END_TEST
+
+START_TEST(lock_exclusive_serializes)
+{
+    sim_init(3, _i);
+    nbe_req_t *u0, *u2;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    run_until_quiet();
+    put(0, 1, 0, 1, NBE_OK);
+    ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    put(2, 1, 0, 2, NBE_OK);
+    run_until_quiet();
+    /* 2 waits: its put is recorded, not issued */
+    ck_assert_int_eq(S.mem[1][0], 1);
+    ck_assert_uint_eq(nbe_engine_buffered(S.e[2]), 1);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u0), NBE_OK);
+    wait_req(u0);
+    ck_assert_int_eq(nbe_iunlock(S.e[2], 1, &u2), NBE_OK);
+    wait_req(u2);
+    ck_assert_int_eq(S.mem[1][0], 2);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(lock_shared_concurrent)
+{
+    sim_init(3, 0);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_SHARED, 1, 0, NULL), NBE_OK);
+    put(0, 1, 0, 1, NBE_OK);
+    put(2, 1, 1, 2, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][0], 1);
+    ck_assert_int_eq(S.mem[1][1], 2);
+    nbe_req_t *u0, *u2;
+    nbe_iunlock(S.e[0], 1, &u0);
+    nbe_iunlock(S.e[2], 1, &u2);
+    wait_req(u0);
+    wait_req(u2);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(flush_completes_remotely)
+{
+    sim_init(2, _i);
+    nbe_req_t *f, *u;
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], 0, NULL), NBE_OK);
+    for (int k = 0; k < 10; ++k) put(0, 1, k, k + 1, NBE_OK);
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 0, &f), NBE_OK);
+    wait_req(f);
+    for (int k = 0; k < 10; ++k) ck_assert_int_eq(S.mem[1][k], k + 1);
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 0, &f), NBE_OK);
+    wait_req(f);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(sync_errors)
+{
+    sim_init(2, 0);
+    nbe_req_t *r;
+    put(0, 1, 0, 1, NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_iwait(S.e[0], &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 0, &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], 0, NULL), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &r), NBE_OK);
+    wait_req(r);
+    /* a fence epoch with operations cannot be left for a lock epoch */
+    nbe_req_t *f0, *f1;
+    nbe_ifence(S.e[0], 0, &f0);
+    nbe_ifence(S.e[1], 0, &f1);
+    put(0, 1, 0, 3, NBE_OK);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_ERR_SYNC);
+    /* an idle one can: process 1 did no RMA after its fence */
+    ck_assert_int_eq(nbe_ilock(S.e[1], NBE_LOCK_SHARED, 0, 0, NULL), NBE_OK);
+    run_until_quiet();
+    nbe_req_free(f0);
+    nbe_req_free(f1);
+    sim_fini();
+}
+END_TEST
+
+/* win_traits exist only for touched peers */
+START_TEST(traits_are_sparse)
+{
+    nbe_engine_t *e;
+    static int ctx0 = 0;
+    memset(&S, 0, sizeof(S));
+    S.n = 1;
+    e = nbe_engine_create(0, 1000000, &TX, &ctx0);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_eq(nbe_engine_traits_count(e), 0);
+    ck_assert_int_eq(nbe_ilock(e, NBE_LOCK_SHARED, 123456, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_ilock(e, NBE_LOCK_SHARED, 999999, 0, NULL), NBE_OK);
+    ck_assert_uint_le(nbe_engine_traits_count(e), 2);
+    nbe_engine_destroy(e);
+    while (S.q) {
+        msg_t *m = S.q;
+        S.q = m->next;
+        free(m);
+    }
+}
+END_TEST
+
+/* many epochs opened back to back stay deferred and activate in order */
+START_TEST(deferred_epochs_fifo)
+{
+    sim_init(2, _i);
+    int t[] = { 1 }, o[] = { 0 };
+    nbe_req_t *rc[20], *rw[20];
+    for (int k = 0; k < 20; ++k) {
+        ck_assert_int_eq(nbe_istart(S.e[0], t, 1, 0, NULL), NBE_OK);
+        put(0, 1, 0, k, NBE_OK);             /* same location: last write wins */
+        ck_assert_int_eq(nbe_icomplete(S.e[0], &rc[k]), NBE_OK);
+    }
+    ck_assert_uint_ge(nbe_engine_stats(S.e[0])->epochs_deferred, 19);
+    for (int k = 0; k < 20; ++k) {
+        ck_assert_int_eq(nbe_ipost(S.e[1], o, 1, 0, NULL), NBE_OK);
+        ck_assert_int_eq(nbe_iwait(S.e[1], &rw[k]), NBE_OK);
+    }
+    for (int k = 0; k < 20; ++k) {
+        wait_req(rw[k]);
+        wait_req(rc[k]);
+    }
+    ck_assert_int_eq(S.mem[1][0], 19);
+    ck_assert(nbe_engine_idle(S.e[0]));
+    ck_assert(nbe_engine_idle(S.e[1]));
+    sim_fini();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("nbe_engine");
+    TCase *tc = tcase_create("core");
+    tcase_add_loop_test(tc, fence_all_to_all, 0, 2);
+    tcase_add_test(tc, fence_waits_for_late_peer);
+    tcase_add_test(tc, ops_recorded_until_granted);
+    tcase_add_loop_test(tc, pscw_basic, 0, 2);
+    tcase_add_test(tc, epoch_ids_far_ahead_target);
+    tcase_add_loop_test(tc, lock_exclusive_serializes, 0, 2);
+    tcase_add_test(tc, lock_shared_concurrent);
+    tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
+    tcase_add_test(tc, sync_errors);
+    tcase_add_test(tc, traits_are_sparse);
+    tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    srand(12345);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
