@@ -11,7 +11,7 @@ for my $tool (qw(autoreconf libtoolize automake autoconf)) {
     system("command -v $tool >/dev/null 2>&1") == 0
         or die "autogen.pl: $tool not found (Debian/Ubuntu: apt-get install autoconf automake libtool pkg-config)\n";
 }
-my @cmd = ("autoreconf", "--force", "--install", "--warnings=all,no-portability");
+my @cmd = ("autoreconf", "--install", "--warnings=all,no-portability");
 print "autogen.pl: @cmd\n";
 system(@cmd) == 0 or die "autogen.pl: autoreconf failed\n";
 print "autogen.pl: done; now run ./configure\n";
