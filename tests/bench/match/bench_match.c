@@ -46,8 +46,13 @@ static const bm_spec_t S_X = SPEC("4dx", "4dx", BM_POLICY_OLDEST, 2, 2.0, 0);
 static const bm_spec_t S_X_ALL = SPEC("4dx+all", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_ALLUMQ);
 static const bm_spec_t S_X_CUR = SPEC("4dx+cur", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_CURSOR);
 static const bm_spec_t S_X_SPLIT = SPEC("4dx+split", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_SPLIT);
-static const bm_spec_t S_X_ACS = SPEC("4dx+all+cur+split", "4dx", BM_POLICY_OLDEST, 2, 2.0,
-                                      BM_4DX_ALLUMQ | BM_4DX_CURSOR | BM_4DX_SPLIT);
+static const bm_spec_t S_X_C3 = SPEC("4dx+c3", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_C3ARRAY);
+static const bm_spec_t S_X_C3C1 = SPEC("4dx+c3+c1", "4dx", BM_POLICY_OLDEST, 2, 2.0,
+                                       BM_4DX_C3ARRAY | BM_4DX_C1ARRAY);
+static const bm_spec_t S_X_LAZY = SPEC("4dx+lazygc", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_LAZYGC);
+/* the memory-cheap combination (everything but the c1 array and lazy GC) */
+static const bm_spec_t S_X_BEST = SPEC("4dx+best", "4dx", BM_POLICY_OLDEST, 2, 2.0,
+                                       BM_4DX_ALLUMQ | BM_4DX_CURSOR | BM_4DX_SPLIT | BM_4DX_C3ARRAY);
 
 static const bm_spec_t *const CORE[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, NULL};
 
@@ -365,7 +370,7 @@ static void mem_point(FILE *f, const char *wl, const bm_spec_t *sp, uint32_t S, 
 static void sec_memory(void)
 {
     FILE *f = open_csv("memory");
-    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, &S_X, NULL};
+    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, &S_X, &S_X_BEST, &S_X_C3C1, NULL};
     static const uint32_t tsizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++) {
         uint32_t S = tsizes[si];
@@ -662,8 +667,8 @@ static void sec_apps(void)
 static void sec_tuning(void)
 {
     FILE *f = open_csv("tuning");
-    static const uint32_t sizes[] = {8,   12,  16,  20,  26,  32,  40,  50,   64,   80,  98,
-                                     128, 160, 194, 256, 257, 320, 400, 512, 1024, 2048};
+    static const uint32_t sizes[] = {8,  12, 16, 20, 24, 26,  28,  32,  36,  40,  44,  48,  56,
+                                     64, 80, 98, 128, 160, 194, 256, 257, 320, 512, 1024};
     const bm_spec_t *specs[] = {&S_4D_LIN, &S_4D_4D, NULL};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         uint32_t S = sizes[si];
@@ -684,8 +689,8 @@ static void sec_tuning(void)
 static void sec_improve(void)
 {
     FILE *f = open_csv("improve");
-    const bm_spec_t *specs[] = {&S_4D,      &S_X,     &S_X_ALL, &S_X_CUR, &S_X_SPLIT,
-                                &S_X_ACS,   &S_ARRAY, &S_HASH,  NULL};
+    const bm_spec_t *specs[] = {&S_4D,   &S_X,      &S_X_ALL,  &S_X_CUR, &S_X_SPLIT, &S_X_C3,
+                                &S_X_C3C1, &S_X_LAZY, &S_X_BEST, &S_ARRAY, &S_HASH, NULL};
     static const uint32_t sizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++)
         for (uint32_t t = 1; t <= 10; t += 9) {

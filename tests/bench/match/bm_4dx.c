@@ -13,6 +13,14 @@
  *   BM_4DX_SPLIT   busy JumpPoints get per-c0 sub-lists: once a JumpPoint's
  *                  list holds more than ds items, a (16*ds B x 2) c0 table is
  *                  attached and each rank's items are scanned alone.
+ *   BM_4DX_C3ARRAY the Cubes are reached through an array of ds pointers in
+ *                  the ContextIdLead (+8*ds B per context) instead of the
+ *                  ordered c3 list: one visit instead of up to ds.
+ *   BM_4DX_C1ARRAY c1 is an array too: a Cube holds ds*ds JumpPoint slots
+ *                  (16 + 8*ds^2 B) and the c1 list walk becomes one visit.
+ *   BM_4DX_LAZYGC  empty JumpPoints and Cubes stay in place (no free/alloc
+ *                  churn when the same peers come back, e.g. halo
+ *                  exchanges); memory stays at the high-water mark.
  * Object sizes follow the thesis' Table 4.4: ContextIdLead 56 B, JumpPoint
  * 48 B, Cube 16 + 8*ds B.
  */
@@ -57,6 +65,7 @@ typedef struct x_cil { /* 56 B base */
     int32_t ctx;
     uint32_t bits;
     x_cube_t *cubes;
+    x_cube_t **c3tab; /* C3ARRAY: ds Cube pointers */
     x_list_t anysrc;
     uint64_t next_seq;
     uint64_t queued;
@@ -71,6 +80,7 @@ typedef struct x_cil { /* 56 B base */
 typedef struct x_engine {
     x_cil_t *cils;
     unsigned bits, ds, flags;
+    unsigned nslots; /* slots per Cube: ds, or ds*ds with C1ARRAY */
     uint32_t ncomm;
     bm_policy_t policy;
     bm_slab_t items, jps, cubes, splits;
@@ -118,7 +128,7 @@ static void list_unlink(x_list_t *l, x_item_t *it)
 
 static size_t dyn_bytes(const x_engine_t *e)
 {
-    return e->jps.live * X_JP_BYTES + e->cubes.live * (16 + 8 * (size_t) e->ds)
+    return e->jps.live * X_JP_BYTES + e->cubes.live * (16 + 8 * (size_t) e->nslots)
            + e->splits.live * (2 * e->ds * sizeof(x_list_t));
 }
 
@@ -128,11 +138,12 @@ static void *x_create(const bm_config_t *cfg)
     e->bits = bm_4dx_bits(cfg->comm_size);
     e->ds = 1u << e->bits;
     e->flags = cfg->flags;
+    e->nslots = (e->flags & BM_4DX_C1ARRAY) ? e->ds * e->ds : e->ds;
     e->ncomm = cfg->ncomm;
     e->policy = cfg->policy;
     bm_slab_init(&e->items, sizeof(x_item_t));
     bm_slab_init(&e->jps, sizeof(x_jp_t));
-    bm_slab_init(&e->cubes, sizeof(x_cube_t) + e->ds * sizeof(x_jp_t *));
+    bm_slab_init(&e->cubes, sizeof(x_cube_t) + e->nslots * sizeof(x_jp_t *));
     bm_slab_init(&e->splits, 2 * e->ds * sizeof(x_list_t));
     x_cil_t **link = &e->cils;
     for (uint32_t c = 0; c < cfg->ncomm; c++) {
@@ -140,6 +151,8 @@ static void *x_create(const bm_config_t *cfg)
         l->ctx = (int32_t) c;
         l->bits = e->bits;
         l->cur_key = -1;
+        if (e->flags & BM_4DX_C3ARRAY)
+            l->c3tab = calloc(e->ds, sizeof(x_cube_t *));
         *link = l;
         link = &l->next;
     }
@@ -151,6 +164,7 @@ static void x_destroy(void *p)
     x_engine_t *e = p;
     for (x_cil_t *l = e->cils, *n; l; l = n) {
         n = l->next;
+        free(l->c3tab);
         free(l);
     }
     bm_slab_fini(&e->items);
@@ -172,6 +186,11 @@ static x_cil_t *find_cil(x_engine_t *e, uint32_t ctx)
 }
 
 /* (c3, c2 array, c1 list) descent; on failure the cursor holds insertion links */
+static inline uint32_t slot_of(const x_engine_t *e, const x_cursor_t *c)
+{
+    return (e->flags & BM_4DX_C1ARRAY) ? c->c2 * e->ds + c->c1 : c->c2;
+}
+
 static bool descend(x_engine_t *e, x_cil_t *l, int32_t rank, x_cursor_t *c, bool count)
 {
     unsigned b = e->bits, m = e->ds - 1;
@@ -188,21 +207,28 @@ static bool descend(x_engine_t *e, x_cil_t *l, int32_t rank, x_cursor_t *c, bool
         c->jp = l->cur_jp;
         return true;
     }
-    x_cube_t **cl = &l->cubes;
-    while (*cl) {
-        v++;
-        if ((*cl)->c3 >= c->c3)
-            break;
-        cl = &(*cl)->next;
+    x_cube_t **cl;
+    if (e->flags & BM_4DX_C3ARRAY) {
+        v = 1; /* the c3 index */
+        cl = &l->c3tab[c->c3];
+        c->cube_link = NULL; /* list link found on demand (cube_link_for) */
+    } else {
+        cl = &l->cubes;
+        while (*cl) {
+            v++;
+            if ((*cl)->c3 >= c->c3)
+                break;
+            cl = &(*cl)->next;
+        }
+        c->cube_link = cl;
     }
-    c->cube_link = cl;
     if (count)
         e->visits += v;
     if (!*cl || (*cl)->c3 != c->c3)
         return false;
     c->cube = *cl;
-    v = 1; /* the c2 slot */
-    x_jp_t **jl = &c->cube->slot[c->c2];
+    v = 1; /* the c2 slot (c2,c1 slot with C1ARRAY) */
+    x_jp_t **jl = &c->cube->slot[slot_of(e, c)];
     while (*jl) {
         v++;
         if ((*jl)->c1 >= c->c1)
@@ -223,6 +249,17 @@ static bool descend(x_engine_t *e, x_cil_t *l, int32_t rank, x_cursor_t *c, bool
     return true;
 }
 
+/* link to the Cube with c3 (or its insertion point) in the ordered Cube
+ * list, found from the c3 array's predecessor (C3ARRAY; not a search) */
+static x_cube_t **cube_link_for(x_engine_t *e, x_cil_t *l, uint32_t c3)
+{
+    for (uint32_t p = c3; p-- > 0;)
+        if (l->c3tab[p])
+            return &l->c3tab[p]->next;
+    (void) e;
+    return &l->cubes;
+}
+
 static x_jp_t *ensure_jp(x_engine_t *e, x_cil_t *l, x_cursor_t *c)
 {
     if (c->jp)
@@ -231,11 +268,15 @@ static x_jp_t *ensure_jp(x_engine_t *e, x_cil_t *l, x_cursor_t *c)
         x_cube_t *cb = bm_slab_get(&e->cubes);
         cb->c3 = c->c3;
         cb->njp = 0;
-        memset(cb->slot, 0, e->ds * sizeof(x_jp_t *));
+        memset(cb->slot, 0, e->nslots * sizeof(x_jp_t *));
+        if (!c->cube_link)
+            c->cube_link = cube_link_for(e, l, c->c3);
         cb->next = *c->cube_link;
         *c->cube_link = cb;
+        if (e->flags & BM_4DX_C3ARRAY)
+            l->c3tab[c->c3] = cb;
         c->cube = cb;
-        c->jp_link = &cb->slot[c->c2];
+        c->jp_link = &cb->slot[slot_of(e, c)];
     } else if (!c->jp_link) {
         x_cursor_t tmp;
         descend(e, l, (int32_t) ((c->c3 << (3 * e->bits)) | (c->c2 << (2 * e->bits))
@@ -259,7 +300,7 @@ static x_jp_t *ensure_jp(x_engine_t *e, x_cil_t *l, x_cursor_t *c)
 /* free an empty JumpPoint (and its Cube if that empties too) */
 static void gc(x_engine_t *e, x_cil_t *l, x_jp_t *j, int32_t rank)
 {
-    if (j->count)
+    if (j->count || (e->flags & BM_4DX_LAZYGC))
         return;
     x_cursor_t c;
     descend(e, l, rank, &c, false); /* find the links; not a search */
@@ -270,6 +311,10 @@ static void gc(x_engine_t *e, x_cil_t *l, x_jp_t *j, int32_t rank)
     if (l->cur_jp == j)
         l->cur_key = -1;
     if (--c.cube->njp == 0) {
+        if (e->flags & BM_4DX_C3ARRAY) {
+            c.cube_link = cube_link_for(e, l, c.c3);
+            l->c3tab[c.c3] = NULL;
+        }
         *c.cube_link = c.cube->next;
         bm_slab_put(&e->cubes, c.cube);
     }
@@ -371,7 +416,7 @@ static x_item_t *find_umq(x_engine_t *e, x_cil_t *l, int32_t rank, int32_t tag, 
     x_item_t *best = NULL;
     for (x_cube_t *cb = l->cubes; cb; cb = cb->next) {
         e->visits++;
-        for (uint32_t s = 0; s < e->ds; s++) {
+        for (uint32_t s = 0; s < e->nslots; s++) {
             e->visits++;
             for (x_jp_t *j = cb->slot[s]; j; j = j->next) {
                 e->visits++;
@@ -490,6 +535,8 @@ static void x_mem(void *p, bm_mem_t *m)
     }
     if (e->flags & BM_4DX_CURSOR)
         cil += 3 * sizeof(void *);
+    if (e->flags & BM_4DX_C3ARRAY)
+        cil += e->ds * sizeof(void *);
     m->fixed = e->ncomm * cil;
     m->dyn = dyn_bytes(e);
     m->peak_dyn = e->dyn_peak;

@@ -46,8 +46,10 @@ static const bm_spec_t S_LIST = {"list", "list", BM_POLICY_OLDEST, 0, 0, 0};
 static const bm_spec_t S_ARRAY = {"array", "array", BM_POLICY_OLDEST, 0, 0, 0};
 static const bm_spec_t S_HASH = {"hash", "hash", BM_POLICY_OLDEST, 0, 0, 0};
 static const bm_spec_t S_X = {"4dx", "4dx", BM_POLICY_OLDEST, 2, 2.0, 0};
-static const bm_spec_t S_X_ACS = {"4dx+all+cur+split", "4dx", BM_POLICY_OLDEST, 2, 2.0,
-                                  BM_4DX_ALLUMQ | BM_4DX_CURSOR | BM_4DX_SPLIT};
+static const bm_spec_t S_X_ACS = {"4dx+all+cur+split+c3", "4dx", BM_POLICY_OLDEST, 2, 2.0,
+                                  BM_4DX_ALLUMQ | BM_4DX_CURSOR | BM_4DX_SPLIT | BM_4DX_C3ARRAY};
+static const bm_spec_t S_X_C1 = {"4dx+c3+c1+split+lazygc", "4dx", BM_POLICY_OLDEST, 2, 2.0,
+                                 BM_4DX_C3ARRAY | BM_4DX_C1ARRAY | BM_4DX_SPLIT | BM_4DX_LAZYGC};
 
 /* post one receive per rank lo..S-1 (tag 0) in each of k contexts; return
  * the visits of the arrival matching the last item of the last context */
@@ -235,7 +237,8 @@ static void run_stream(const bm_spec_t *sp, uint32_t S, uint32_t k, const dop_t 
 static void test_differential(void)
 {
     static const uint32_t sizes[] = {5, 30, 300, 4097, 70000};
-    const bm_spec_t *specs[] = {&S_4D, &S_4D_F, &S_4D_L, &S_ARRAY, &S_HASH, &S_X, &S_X_ACS, NULL};
+    const bm_spec_t *specs[] = {&S_4D,   &S_4D_F, &S_4D_L,  &S_ARRAY, &S_HASH,
+                                &S_X,    &S_X_ACS, &S_X_C1, NULL};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
         for (uint32_t k = 1; k <= 3; k += 2) {
             uint32_t S = sizes[si];
