@@ -78,6 +78,10 @@ typedef struct ompi_osc_nbe_module {
     ompi_osc_nbe_region_t *regions;    /* dynamic window: attached regions */
     int                    nregions, cap_regions;
     uint64_t               bytes;      /* RMA payload bytes issued */
+    /* shared flavor: one node-wide mapping, rank r's segment at shm_off[r] */
+    char                  *shm_base;
+    size_t                 shm_len;
+    uint64_t              *shm_off;
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 
@@ -152,6 +156,10 @@ typedef struct ompi_osc_nbe_op {
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
 } ompi_osc_nbe_op_t;
+
+/* shared-memory segment of Win_allocate_shared */
+int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base);
+void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);

@@ -221,9 +221,11 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor)
 {
-    (void) win; (void) base; (void) size; (void) disp_unit; (void) comm; (void) info;
+    (void) win; (void) base; (void) size; (void) disp_unit; (void) info;
     if (!bml_available()) return OMPI_ERR_NOT_AVAILABLE;
-    if (MPI_WIN_FLAVOR_SHARED == flavor) return OMPI_ERR_NOT_AVAILABLE;
+    if (MPI_WIN_FLAVOR_SHARED == flavor && ompi_group_have_remote_peers(comm->c_local_group)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
     return mca_osc_nbe_component.priority;
 }
 
@@ -233,6 +235,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
     if (module->engine) nbe_engine_destroy(module->engine);
     OBJ_DESTRUCT(&module->outq);
     OBJ_DESTRUCT(&module->list_item);
+    ompi_osc_nbe_shm_release(module);
     free(module->peers);
     free(module->regions);
     free(module->free_after);
@@ -247,7 +250,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     int ret;
     (void) info;
 
-    if (!bml_available() || MPI_WIN_FLAVOR_SHARED == flavor) return OMPI_ERR_NOT_SUPPORTED;
+    if (!bml_available()) return OMPI_ERR_NOT_SUPPORTED;
 
     ret = ompi_osc_nbe_am_register();
     if (OMPI_SUCCESS != ret) return ret;
@@ -271,8 +274,6 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         }
         *base = module->free_after;
     }
-    module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
-
     ret = ompi_comm_dup(comm, &module->comm);
     if (OMPI_SUCCESS != ret) {
         module_release(module);
@@ -281,6 +282,16 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     module->cid = ompi_comm_get_cid(module->comm);
     module->rank = ompi_comm_rank(module->comm);
     module->size = ompi_comm_size(module->comm);
+
+    if (MPI_WIN_FLAVOR_SHARED == flavor) {
+        ret = ompi_osc_nbe_shm_create(module, size, base);
+        if (OMPI_SUCCESS != ret) {
+            ompi_comm_free(&module->comm);
+            module_release(module);
+            return ret;
+        }
+    }
+    module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
 
     /* window geometry of every process (base, size, disp_unit) */
     ompi_osc_nbe_peer_t mine = {
@@ -360,13 +371,6 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     win->w_osc_module = NULL;
     module_release(module);
     return ret;
-}
-
-int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
-                              void *baseptr)
-{
-    (void) win; (void) rank; (void) size; (void) disp_unit; (void) baseptr;
-    return OMPI_ERR_RMA_FLAVOR;
 }
 
 int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len)

@@ -1,0 +1,108 @@
+/*
+ * osc/nbe Win_allocate_shared: one POSIX shared-memory segment per window,
+ * mapped by every process of the (single-node) communicator. Segments of
+ * the ranks are contiguous in rank order, as MPI's default layout asks.
+ * RMA on such a window goes through the same engine; applications may
+ * also load/store the peers' segments found with MPI_Win_shared_query.
+ */
+#include "osc_nbe.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "opal/util/output.h"
+#include "ompi/group/group.h"
+
+int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base)
+{
+    ompi_communicator_t *comm = module->comm;
+    int n = module->size, rc;
+    uint64_t mine = size, *sizes = calloc((size_t) n, sizeof(uint64_t));
+    char name[64];
+    int fd = -1, ok = 1, all_ok = 0;
+
+    if (ompi_group_have_remote_peers(comm->c_local_group)) {
+        free(sizes);
+        return OMPI_ERR_RMA_SHARED;
+    }
+    module->shm_off = calloc((size_t) n, sizeof(uint64_t));
+    if (NULL == sizes || NULL == module->shm_off) {
+        free(sizes);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    rc = comm->c_coll->coll_allgather(&mine, 1, MPI_UINT64_T, sizes, 1, MPI_UINT64_T, comm,
+                                      comm->c_coll->coll_allgather_module);
+    if (OMPI_SUCCESS != rc) {
+        free(sizes);
+        return rc;
+    }
+    uint64_t total = 0;
+    for (int r = 0; r < n; ++r) {
+        module->shm_off[r] = total;
+        total += (sizes[r] + 7) & ~(uint64_t) 7;   /* keep every segment 8-byte aligned */
+    }
+    free(sizes);
+    module->shm_len = total ? total : 8;
+
+    memset(name, 0, sizeof(name));
+    if (0 == module->rank) {
+        snprintf(name, sizeof(name), "/ompi-nbe-%d-%u", (int) getpid(), module->cid);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 || 0 != ftruncate(fd, (off_t) module->shm_len)) ok = 0;
+    }
+    rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
+                                  comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 != module->rank) {
+        fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0) ok = 0;
+    }
+    if (ok) {
+        void *p = mmap(NULL, module->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (MAP_FAILED == p) ok = 0;
+        else module->shm_base = p;
+    }
+    if (fd >= 0) close(fd);
+    rc = comm->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (0 == module->rank && name[0]) shm_unlink(name);   /* the mappings keep it alive */
+    if (OMPI_SUCCESS != rc || !all_ok) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe: cannot create the shared segment %s", name);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *base = module->shm_base + module->shm_off[module->rank];
+    return OMPI_SUCCESS;
+}
+
+void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
+{
+    if (module->shm_base) munmap(module->shm_base, module->shm_len);
+    module->shm_base = NULL;
+    free(module->shm_off);
+    module->shm_off = NULL;
+}
+
+int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
+                              void *baseptr)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    if (MPI_WIN_FLAVOR_SHARED != module->flavor) return OMPI_ERR_RMA_FLAVOR;
+    if (MPI_PROC_NULL == rank) {
+        /* the first segment of nonzero size */
+        for (rank = 0; rank < module->size && 0 == module->peers[rank].size; ++rank) {}
+        if (rank == module->size) {
+            *size = 0;
+            *disp_unit = 0;
+            *(void **) baseptr = NULL;
+            return OMPI_SUCCESS;
+        }
+    }
+    if (rank < 0 || rank >= module->size) return MPI_ERR_RANK;
+    *size = module->peers[rank].size;
+    *disp_unit = (int) module->peers[rank].disp_unit;
+    *(void **) baseptr = module->shm_base + module->shm_off[rank];
+    return OMPI_SUCCESS;
+}
