@@ -724,7 +724,7 @@ START_TEST(test_many_queues_share_pool)
     for (int i = 0; i < 3; i++)
         qs[i] = mdq_match_queue_create(pool, sz[i], MDQ_MATCH_MODE_4D, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 3 * 56);
-    obj_t o[3];
+    obj_t *o = calloc(3, sizeof(*o));
     for (int i = 0; i < 3; i++)
         mdq_match_append_unexpected(qs[i], &mk(&o[i], i, (int32_t) sz[i] - 1, 0)->it, NULL);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 3 * 56 + 3 * 48 + (16 + 32) + (16 + 128) + (16 + 256));
@@ -742,12 +742,13 @@ START_TEST(test_many_queues_share_pool)
     CHECK_INV(qs[0]);
     ck_assert(mdq_match_remove(lin, &l.it));
     mdq_match_queue_destroy(lin);
-    /* destroying a queue with queued items forgets them and frees its objects */
+    /* destroying a queue with queued items forgets them without touching
+     * them (they are freed first here: ASan/valgrind would flag a touch)
+     * and returns its Cubes and JumpPoints */
+    free(o);
     for (int i = 0; i < 3; i++)
         mdq_match_queue_destroy(qs[i]);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 0);
-    for (int i = 0; i < 3; i++)
-        ck_assert(!mdq_match_is_queued(&o[i].it));
     mdq_match_pool_destroy(pool);
 }
 END_TEST

@@ -61,11 +61,13 @@ uint32_t mdq_match_threshold(uint32_t comm_size, double adjustment)
 
 void mdq_match_decompose(uint32_t rank, unsigned bits, uint32_t c[4])
 {
-    uint32_t m = (1u << bits) - 1u;
-    c[0] = (uint32_t) ((uint64_t) rank >> (3 * bits));
-    c[1] = (rank >> (2 * bits)) & m;
-    c[2] = (rank >> bits) & m;
-    c[3] = rank & m;
+    if (bits > 16) /* keep every shift defined; real queues use bits <= 8 */
+        bits = 16;
+    uint64_t r = rank, m = (1ull << bits) - 1u;
+    c[0] = (uint32_t) (r >> (3 * bits));
+    c[1] = (uint32_t) ((r >> (2 * bits)) & m);
+    c[2] = (uint32_t) ((r >> bits) & m);
+    c[3] = (uint32_t) (r & m);
 }
 
 /* ------------------------------------------------------------ item lists */
@@ -424,13 +426,19 @@ void mdq_match_queue_destroy(mdq_match_queue_t *q)
 {
     if (!q)
         return;
-    mdq_match_item_t *p, *u;
-    detach_all(q, &p, &u);
-    for (; p; p = p->next)
-        p->home = NULL;
-    for (; u; u = u->next)
-        u->home = NULL;
-    mdq_pool_uncharge(q->cil.pool, sizeof(mdq_cil_t));
+    /* items are not touched: the caller may already have freed them */
+    mdq_cil_t *L = &q->cil;
+    for (mdq_cube_t *c = L->cubes, *cn; c; c = cn) {
+        cn = c->next;
+        for (uint32_t s = 0; s < (1u << L->bits); s++) {
+            for (mdq_jp_t *j = c->slot[s], *jn; j; j = jn) {
+                jn = j->next;
+                mdq_pool_put(L->pool, 0, j);
+            }
+        }
+        mdq_pool_put(L->pool, L->bits, c);
+    }
+    mdq_pool_uncharge(L->pool, sizeof(mdq_cil_t));
     free(q);
 }
 
