@@ -47,6 +47,7 @@ typedef struct fqueue {
     int32_t tags[8];
     fobj_t **live;
     uint32_t nlive, cap;
+    bool was4d;
 } fqueue_t;
 
 typedef struct fuzz {
@@ -87,6 +88,7 @@ static void queue_setup(fuzz_t *f, fqueue_t *fq, uint32_t size, mdq_match_mode_t
     fq->size = size;
     fq->q = mdq_match_queue_create(f->pool, size, mode, 2.0, f->policy);
     ck_assert_ptr_nonnull(fq->q);
+    fq->was4d = mdq_match_queue_is_4d(fq->q);
     ref_match_init(&fq->ref);
     fq->pattern = (int) below(f, PAT_N);
     uint32_t ds = 1u << mdq_match_bits_for_size(size);
@@ -356,9 +358,20 @@ static void fuzz_run(uint64_t seed, mdq_match_policy_t policy, const qspec_t *sp
     /* the run must have exercised matching, wildcards included */
     ck_assert_uint_gt(f.matches, nops / 20);
     ck_assert_uint_gt(f.any_matches, 0);
-    fprintf(stderr, "seed %llu: %llu ops, %llu matches (%llu ANY_SOURCE receives)\n",
+    int n4d = 0, degraded = 0;
+    for (int i = 0; i < f.nq; i++) {
+        n4d += f.qs[i].was4d;
+        degraded += f.qs[i].was4d && !mdq_match_queue_is_4d(f.qs[i].q);
+    }
+    if (pool_limit)
+        ck_assert_int_gt(degraded, 0); /* the cap did bite */
+    else
+        ck_assert_int_eq(degraded, 0);
+    fprintf(stderr,
+            "seed %llu: %llu ops, %llu matches (%llu ANY_SOURCE receives), %d queues (%d 4D, %d "
+            "turned linear)\n",
             (unsigned long long) seed, (unsigned long long) f.ops, (unsigned long long) f.matches,
-            (unsigned long long) f.any_matches);
+            (unsigned long long) f.any_matches, f.nq, n4d, degraded);
     fuzz_finish(&f);
 }
 
@@ -395,7 +408,7 @@ END_TEST
 START_TEST(test_fuzz_pool_cap)
 {
     fuzz_run(4000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, big_mix, 8, 2, 60000, 60000,
-             (size_t) 20000 + 30000 * (size_t) _i);
+             (size_t) 3000 + 4000 * (size_t) _i);
 }
 END_TEST
 
