@@ -116,6 +116,58 @@ static int reps_for(double est_ns)
     return reps;
 }
 
+/*
+ * Chunked timing, robust to preemption on a shared machine: the timed ops
+ * are cut into chunks of about 20 us, each chunk is timed, and the result
+ * of a point is the sum over chunks of the median (across repetitions) of
+ * that chunk's time. A chunk preempted in one repetition does not move the
+ * median; the cost distribution along the op sequence is kept.
+ */
+typedef struct chunked {
+    size_t C, nchunks;
+    int reps, cap;
+    double *t; /* [rep][chunk] */
+} chunked_t;
+
+static void chunked_init(chunked_t *c, size_t n, double est_ns_per_op, int max_reps)
+{
+    double per = est_ns_per_op > 0 ? est_ns_per_op : 1;
+    size_t C = (size_t) (20000.0 / per);
+    c->C = C < 1 ? 1 : C > n ? n : C;
+    c->nchunks = (n + c->C - 1) / c->C;
+    c->reps = 0;
+    c->cap = max_reps;
+    c->t = malloc((size_t) max_reps * c->nchunks * sizeof(double));
+}
+
+static size_t chunked_run(chunked_t *c, bm_inst_t *in, const bm_op_t *v, size_t n)
+{
+    double *row = c->t + (size_t) c->reps * c->nchunks;
+    size_t matched = 0;
+    for (size_t k = 0; k < c->nchunks; k++) {
+        size_t lo = k * c->C, len = lo + c->C <= n ? c->C : n - lo;
+        uint64_t t0 = bm_now_ns();
+        matched += bm_run_ops(in, v + lo, len, NULL);
+        row[k] = (double) (bm_now_ns() - t0);
+    }
+    c->reps++;
+    return matched;
+}
+
+/* ns per op: sum over chunks of the per-chunk median */
+static double chunked_result(chunked_t *c, size_t n)
+{
+    double total = 0, *col = malloc((size_t) c->reps * sizeof(double));
+    for (size_t k = 0; k < c->nchunks; k++) {
+        for (int r = 0; r < c->reps; r++)
+            col[r] = c->t[(size_t) r * c->nchunks + k];
+        total += bm_median(col, (size_t) c->reps);
+    }
+    free(col);
+    free(c->t);
+    return total / (double) n;
+}
+
 /* ------------------------------------------------------------------ */
 /* sampled measurement on a standing queue                             */
 
@@ -166,8 +218,8 @@ static void sampled(FILE *f, const char *section, const char *workload, const bm
     bm_op_t *timed = malloc(K * sizeof(*timed)), *restore = malloc(K * sizeof(*restore));
     size_t *pick = malloc(K * sizeof(*pick));
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ S ^ ((uint64_t) N << 20);
-    double *samples = malloc((size_t) (G.max_reps + 2) * sizeof(double));
-    int reps = 3, done = 0, nsamples = 0;
+    chunked_t ch = {0};
+    int reps = 3, done = 0;
     uint64_t v_sum = 0, matched = 0, ops = 0;
     for (int rep = 0; rep < reps + 1; rep++) {
         /* choose the K keys */
@@ -192,9 +244,15 @@ static void sampled(FILE *f, const char *section, const char *workload, const bm
                                  .rank = k.rank, .tag = k.tag, .id = id++};
         }
         uint64_t v0 = E->visits(in.e);
-        uint64_t t0 = bm_now_ns();
-        size_t m = bm_run_ops(&in, timed, K, NULL);
-        uint64_t t1 = bm_now_ns();
+        uint64_t t0 = bm_now_ns(), t1;
+        size_t m;
+        if (rep == 0) {
+            m = bm_run_ops(&in, timed, K, NULL);
+            t1 = bm_now_ns();
+        } else {
+            m = chunked_run(&ch, &in, timed, K);
+            t1 = t0;
+        }
         uint64_t v1 = E->visits(in.e);
         if (m != K)
             G.mismatches++;
@@ -228,21 +286,20 @@ static void sampled(FILE *f, const char *section, const char *workload, const bm
         bm_run_ops(&in, restore, nr, NULL);
         if (rep == 0) { /* warm-up and estimate */
             reps = reps_for((double) (t1 - t0));
+            chunked_init(&ch, K, (double) (t1 - t0) / (double) K, reps);
             continue;
         }
-        samples[nsamples++] = (double) (t1 - t0) / (double) K;
         v_sum += v1 - v0;
         matched += m;
         ops += K;
         done++;
     }
-    r.ns = bm_median(samples, (size_t) nsamples);
+    r.ns = chunked_result(&ch, K);
     r.visits = (double) v_sum / (double) ops;
     r.matched = matched;
     r.ops = ops;
     r.reps = done;
     emit(f, &r);
-    free(samples);
     free(pick);
     free(timed);
     free(restore);
@@ -260,23 +317,26 @@ static void traced(FILE *f, const char *section, const char *workload, const bm_
                    uint32_t S, uint32_t ncomm, uint32_t t, const bm_ops_t *setup,
                    const bm_ops_t *trace, const char *param, int max_reps)
 {
-    double *samples = malloc((size_t) (G.max_reps + 2) * sizeof(double));
+    chunked_t ch = {0};
     row_t r = {.section = section, .workload = workload, .engine = sp->label, .S = S,
                .ncomm = ncomm, .t = t, .qlen = setup ? setup->n : 0, .param = param};
     int reps = 2, n = 0;
     uint64_t vsum = 0, matched = 0, ops = 0;
     for (int rep = 0; rep < reps + 1; rep++) {
         bm_inst_t in;
-        if (!bm_inst_create(&in, sp, S, ncomm)) {
-            free(samples);
+        if (!bm_inst_create(&in, sp, S, ncomm))
             return;
-        }
         if (setup)
             bm_run_ops(&in, setup->v, setup->n, NULL);
         uint64_t v0 = in.ops->visits(in.e);
-        uint64_t t0 = bm_now_ns();
-        size_t m = bm_run_ops(&in, trace->v, trace->n, NULL);
-        uint64_t t1 = bm_now_ns();
+        uint64_t t0 = bm_now_ns(), t1 = t0;
+        size_t m;
+        if (rep == 0) {
+            m = bm_run_ops(&in, trace->v, trace->n, NULL);
+            t1 = bm_now_ns();
+        } else {
+            m = chunked_run(&ch, &in, trace->v, trace->n);
+        }
         uint64_t v1 = in.ops->visits(in.e);
         bm_mem_t mem;
         in.ops->mem(in.e, &mem);
@@ -286,20 +346,20 @@ static void traced(FILE *f, const char *section, const char *workload, const bm_
             if (reps > max_reps)
                 reps = max_reps;
             r.mem = mem;
+            chunked_init(&ch, trace->n, (double) (t1 - t0) / (double) trace->n, reps);
             continue;
         }
-        samples[n++] = (double) (t1 - t0) / (double) trace->n;
+        n++;
         vsum += v1 - v0;
         matched += m;
         ops += trace->n;
     }
-    r.ns = bm_median(samples, (size_t) n);
+    r.ns = chunked_result(&ch, trace->n);
     r.visits = (double) vsum / (double) ops;
     r.matched = matched / (uint64_t) n;
     r.ops = trace->n;
     r.reps = n;
     emit(f, &r);
-    free(samples);
 }
 
 /* ------------------------------------------------------------------ */
