@@ -4,6 +4,7 @@
  * followed by mdq_match_check_invariants().
  */
 #include "mdq_match.h"
+#include "mdq_match_internal.h" /* white-box corruption test only */
 
 #include <check.h>
 #include <math.h>
@@ -753,6 +754,55 @@ START_TEST(test_many_queues_share_pool)
 }
 END_TEST
 
+/* the checker really detects each kind of corruption (white-box) */
+START_TEST(test_invariant_checker_detects)
+{
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create(pool, 70000, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    obj_t o[6];
+    /* ds = 32: ranks 0 and 1 share JumpPoint (0,0,0); 32 is (0,0,1); 40000 is in Cube 1 */
+    mdq_match_append_posted(q, &mk(&o[0], 0, 0, 1)->it, NULL);
+    mdq_match_append_posted(q, &mk(&o[1], 1, 1, 1)->it, NULL);
+    mdq_match_append_unexpected(q, &mk(&o[2], 2, 32, 1)->it, NULL);
+    mdq_match_append_unexpected(q, &mk(&o[3], 3, 40000, 1)->it, NULL);
+    mdq_match_append_posted(q, &mk(&o[4], 4, MDQ_MATCH_ANY_SOURCE, 1)->it, NULL);
+    CHECK_INV(q);
+    mdq_match_queue_t *Q = q;
+    mdq_jp_t *jp0 = MDQ_HOME_BASE(o[0].it.home), *jp1 = MDQ_HOME_BASE(o[2].it.home);
+    mdq_cube_t *c0 = jp0->cube, *c1 = c0->next;
+    ck_assert_ptr_eq(jp0->next, jp1);
+#define CORRUPT(stmt, undo, code)                                                                  \
+    do {                                                                                           \
+        stmt;                                                                                      \
+        ck_assert_int_eq(mdq_match_check_invariants(Q), code);                                     \
+        undo;                                                                                      \
+        CHECK_INV(Q);                                                                              \
+    } while (0)
+    uint64_t sq = o[1].it.seq;
+    CORRUPT(o[1].it.seq = o[0].it.seq, o[1].it.seq = sq, -9);
+    CORRUPT(o[1].it.seq = 1000, o[1].it.seq = sq, -10);
+    CORRUPT(c1->c3 = 0, c1->c3 = 1, -2);
+    CORRUPT(c0->njp++, c0->njp--, -3);
+    CORRUPT(jp1->c1 = 0, jp1->c1 = 1, -4);
+    CORRUPT(jp1->umq = NULL, jp1->umq = &o[2].it, -5);
+    CORRUPT(jp1->cube = c1, jp1->cube = c0, -6);
+    CORRUPT(o[1].it.rank = 33, o[1].it.rank = 1, -7);
+    CORRUPT(o[1].it.rank = 70000, o[1].it.rank = 1, -7);
+    CORRUPT(o[1].it.home = jp1, o[1].it.home = jp0, -8);
+    CORRUPT(o[0].it.prev = &o[0].it, o[0].it.prev = &o[1].it, -8);
+    CORRUPT(Q->stats.prq_length++, Q->stats.prq_length--, -11);
+    CORRUPT(Q->stats.umq_length--, Q->stats.umq_length++, -12);
+    CORRUPT(Q->n_jps++, Q->n_jps--, -13);
+    CORRUPT(Q->n_cubes--, Q->n_cubes++, -13);
+    CORRUPT(o[4].it.rank = 5, o[4].it.rank = MDQ_MATCH_ANY_SOURCE, -14);
+    CORRUPT(o[0].it.rank = MDQ_MATCH_ANY_SOURCE, o[0].it.rank = 0, -14);
+    ck_assert_int_eq(mdq_match_check_invariants(NULL), -1);
+#undef CORRUPT
+    mdq_match_drain(q, NULL, NULL);
+    close_cfg();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mdq_match");
@@ -784,6 +834,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_pool_reuse);
     tcase_add_test(tc, test_pool_limit_degrades);
     tcase_add_test(tc, test_many_queues_share_pool);
+    tcase_add_test(tc, test_invariant_checker_detects);
     suite_add_tcase(s, tc);
     return s;
 }
