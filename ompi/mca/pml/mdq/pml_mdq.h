@@ -1,0 +1,239 @@
+/*
+ * pml/mdq: point-to-point messaging over the BML/BTL layer with a 4D
+ * multidimensional matching queue (mdq_match.h) per communicator.
+ *
+ * Module state, per-communicator / per-peer state and shared prototypes.
+ */
+#ifndef PML_MDQ_H
+#define PML_MDQ_H
+
+#include "ompi_config.h"
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
+#include "opal/threads/mutex.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "opal/mca/btl/base/base.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/mca/pml/base/base.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/proc/proc.h"
+#include "ompi/request/request.h"
+
+#include "mdq_match.h"
+#include "pml_mdq_hdr.h"
+
+BEGIN_C_DECLS
+
+/* rendezvous protocol selection (pml_mdq_rndv_protocol) */
+enum {
+    MDQ_RNDV_AUTO = 0,     /* RGET when possible, else RPUT, else pipeline */
+    MDQ_RNDV_RGET = 1,     /* like auto (RGET first) */
+    MDQ_RNDV_RPUT = 2,     /* never RGET */
+    MDQ_RNDV_PIPELINE = 3, /* send/recv fragments only */
+};
+
+/* counters exported as MPI_T pvars */
+typedef struct mca_pml_mdq_counters {
+    unsigned long long eager;
+    unsigned long long rget;
+    unsigned long long rput;
+    unsigned long long pipeline;
+    unsigned long long held_ooo;   /* fragments held for sequence order */
+    unsigned long long held_nocomm;/* fragments held for a not yet created communicator */
+} mca_pml_mdq_counters_t;
+
+typedef struct mca_pml_mdq_module {
+    mca_pml_base_module_t super;
+
+    /* MCA parameters */
+    int priority;
+    int verbose;
+    int rndv_protocol;
+    int match_mode;
+    double match_adjust;
+    int any_source_policy;
+    int free_list_num;
+    int free_list_max;
+    int free_list_inc;
+    int max_outstanding_frags;
+
+    int output;
+    bool enabled;
+    bool registered;
+
+    size_t max_eager; /* largest eager limit among initialized BTLs */
+
+    mdq_match_pool_t *pool;
+    opal_free_list_t frags; /* unexpected / held fragment copies */
+
+    /* requests waiting for BTL resources, retried from progress */
+    opal_mutex_t pending_lock;
+    opal_list_t pending_send;
+    opal_list_t pending_recv;
+    opal_list_t pending_ctl;
+    volatile int32_t pending_count;
+
+    /* communicators alive (for pvars) and fragments for unknown ones */
+    opal_mutex_t comms_lock;
+    opal_list_t comms;
+    opal_list_t nocomm_frags;
+
+    mca_pml_mdq_counters_t counters;
+} mca_pml_mdq_module_t;
+
+extern mca_pml_mdq_module_t mca_pml_mdq;
+OMPI_DECLSPEC extern mca_pml_base_component_2_0_0_t mca_pml_mdq_component;
+
+/* ordering state for one sender (receive side) and one destination (send side) */
+typedef struct mca_pml_mdq_peer {
+    volatile int32_t send_seq; /* next sequence for messages we send to this rank */
+    uint16_t expect_seq;          /* next sequence we accept from this rank */
+    opal_list_t held;             /* out-of-order fragments from this rank */
+} mca_pml_mdq_peer_t;
+
+#define MDQ_PEER_PAGE_SHIFT 6
+#define MDQ_PEER_PAGE (1u << MDQ_PEER_PAGE_SHIFT)
+
+/* per-communicator state (comm->c_pml_comm) */
+typedef struct mca_pml_mdq_comm {
+    opal_list_item_t super; /* on mca_pml_mdq.comms */
+    opal_mutex_t lock;      /* serialises the match queue and peer ordering */
+    ompi_communicator_t *comm;
+    uint32_t cid;
+    uint32_t size; /* remote group size */
+    mdq_match_queue_t *queue;
+    /* sparse peer table: pages allocated on first contact */
+    uint32_t npages;
+    mca_pml_mdq_peer_t *volatile *pages;
+} mca_pml_mdq_comm_t;
+OBJ_CLASS_DECLARATION(mca_pml_mdq_comm_t);
+
+/* a copy of a received matched message (unexpected, held or for an unknown comm) */
+typedef struct mca_pml_mdq_frag {
+    opal_free_list_item_t super;
+    mdq_match_item_t item;
+    mca_btl_base_module_t *btl; /* BTL module that delivered it */
+    uint8_t type;               /* MDQ_TAG_* */
+    size_t len;                 /* payload bytes stored in data */
+    unsigned char *data;
+    bool heap;
+    struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
+    union {
+        mdq_hdr_match_t m;
+        mdq_hdr_sync_t s;
+        mdq_hdr_rts_t r;
+        unsigned char raw[MDQ_HDR_MAX_MATCHED];
+    } hdr;
+    unsigned char inline_data[];
+} mca_pml_mdq_frag_t;
+OBJ_CLASS_DECLARATION(mca_pml_mdq_frag_t);
+
+/* a matched message as seen by delivery: header plus payload iovecs */
+typedef struct mca_pml_mdq_msg {
+    uint8_t type;
+    const mdq_hdr_match_t *hdr;
+    mca_btl_base_module_t *btl;
+    uint32_t iov_count;
+    struct iovec iov[MCA_BTL_DES_MAX_SEGMENTS];
+    size_t len;
+} mca_pml_mdq_msg_t;
+
+/* ---- module functions ---- */
+int mca_pml_mdq_add_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_mdq_del_procs(struct ompi_proc_t **procs, size_t nprocs);
+int mca_pml_mdq_enable(bool enable);
+int mca_pml_mdq_progress(void);
+int mca_pml_mdq_add_comm(struct ompi_communicator_t *comm);
+int mca_pml_mdq_del_comm(struct ompi_communicator_t *comm);
+int mca_pml_mdq_dump(struct ompi_communicator_t *comm, int verbose);
+int mca_pml_mdq_ft_event(int state);
+int mca_pml_mdq_component_fini(void);
+
+int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                           mca_pml_base_send_mode_t mode, ompi_communicator_t *comm,
+                           ompi_request_t **request);
+int mca_pml_mdq_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, ompi_communicator_t *comm,
+                      ompi_request_t **request);
+int mca_pml_mdq_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, ompi_communicator_t *comm);
+int mca_pml_mdq_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           ompi_communicator_t *comm, ompi_request_t **request);
+int mca_pml_mdq_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                      ompi_communicator_t *comm, ompi_request_t **request);
+int mca_pml_mdq_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                     ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_mdq_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                       struct ompi_message_t **message, ompi_request_t **request);
+int mca_pml_mdq_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
+                      struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_mdq_iprobe(int src, int tag, ompi_communicator_t *comm, int *matched,
+                       ompi_status_public_t *status);
+int mca_pml_mdq_probe(int src, int tag, ompi_communicator_t *comm, ompi_status_public_t *status);
+int mca_pml_mdq_improbe(int src, int tag, ompi_communicator_t *comm, int *matched,
+                        struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_mdq_mprobe(int src, int tag, ompi_communicator_t *comm,
+                       struct ompi_message_t **message, ompi_status_public_t *status);
+int mca_pml_mdq_start(size_t count, ompi_request_t **requests);
+
+/* ---- shared internals ---- */
+int mca_pml_mdq_register_callbacks(void);
+mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank);
+
+/* fragment copies */
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size);
+void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag);
+void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg);
+
+/* arrival of a matched message in sequence order handling (recv side) */
+void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
+                                      size_t hdr_size);
+void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc);
+void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t hdr_size);
+
+/* control messages (header only); queued for retry when resources are short */
+int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
+                         const void *hdr, size_t size);
+void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
+void mca_pml_mdq_progress_pending(void);
+
+/* completion callback for descriptors that need no action */
+void mca_pml_mdq_des_noop(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                          mca_btl_base_descriptor_t *des, int status);
+
+/* BTL receive callbacks */
+void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                            mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_ack(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata);
+
+static inline mca_pml_mdq_comm_t *mca_pml_mdq_comm_of(ompi_communicator_t *comm)
+{
+    return (mca_pml_mdq_comm_t *) comm->c_pml_comm;
+}
+
+/* full size of a matched header, including an RTS registration handle */
+static inline size_t mca_pml_mdq_hdr_size(uint8_t type, const mdq_hdr_match_t *hdr)
+{
+    switch (type) {
+    case MDQ_TAG_EAGER:
+        return sizeof(mdq_hdr_match_t);
+    case MDQ_TAG_EAGER_SYNC:
+        return sizeof(mdq_hdr_sync_t);
+    default:
+        return sizeof(mdq_hdr_rts_t) + ((const mdq_hdr_rts_t *) hdr)->hlen;
+    }
+}
+
+#define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)
+
+END_C_DECLS
+#endif /* PML_MDQ_H */

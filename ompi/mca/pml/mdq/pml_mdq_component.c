@@ -1,0 +1,295 @@
+/*
+ * pml/mdq component: MCA parameters, MPI_T pvars, open/close/init/fini.
+ */
+#include "ompi_config.h"
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+#include "ompi/runtime/params.h"
+
+#include "ompi_scale_common.h"
+
+#include "pml_mdq.h"
+#include "pml_mdq_request.h"
+
+static int mca_pml_mdq_component_register(void);
+static int mca_pml_mdq_component_open(void);
+static int mca_pml_mdq_component_close(void);
+static mca_pml_base_module_t *mca_pml_mdq_component_init(int *priority, bool enable_progress_threads,
+                                                         bool enable_mpi_threads);
+
+mca_pml_base_component_2_0_0_t mca_pml_mdq_component = {
+    .pmlm_version = {
+        MCA_PML_BASE_VERSION_2_0_0,
+        .mca_component_name = "mdq",
+        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                              OMPI_RELEASE_VERSION),
+        .mca_open_component = mca_pml_mdq_component_open,
+        .mca_close_component = mca_pml_mdq_component_close,
+        .mca_register_component_params = mca_pml_mdq_component_register,
+    },
+    .pmlm_data = {
+        .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+    },
+    .pmlm_init = mca_pml_mdq_component_init,
+    .pmlm_finalize = mca_pml_mdq_component_fini,
+};
+
+static const mca_base_var_enum_value_t mdq_rndv_values[] = {
+    {MDQ_RNDV_AUTO, "auto"},
+    {MDQ_RNDV_RGET, "rget"},
+    {MDQ_RNDV_RPUT, "rput"},
+    {MDQ_RNDV_PIPELINE, "pipeline"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t mdq_mode_values[] = {
+    {MDQ_MATCH_MODE_AUTO, "auto"},
+    {MDQ_MATCH_MODE_LINEAR, "linear"},
+    {MDQ_MATCH_MODE_4D, "4d"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t mdq_policy_values[] = {
+    {MDQ_MATCH_POLICY_OLDEST, "oldest"},
+    {MDQ_MATCH_POLICY_FIRST, "first"},
+    {0, NULL},
+};
+
+static void mdq_register_int(const char *name, const char *help, int lvl, int *storage)
+{
+    (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, lvl,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static void mdq_register_enum(const char *name, const char *help, const char *enum_name,
+                              const mca_base_var_enum_value_t *values, int *storage)
+{
+    mca_base_var_enum_t *new_enum = NULL;
+    (void) mca_base_var_enum_create(enum_name, values, &new_enum);
+    (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, new_enum, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+    OBJ_RELEASE(new_enum);
+}
+
+/* pvar getters: sum the match statistics over all live communicators */
+enum { MDQ_STAT_PRQ, MDQ_STAT_UMQ, MDQ_STAT_SEARCHES, MDQ_STAT_VISITS };
+
+static int mdq_stat_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    int which = (int) (intptr_t) pvar->ctx;
+    unsigned long long sum = 0;
+    mca_pml_mdq_comm_t *mc;
+    (void) obj;
+
+    OPAL_THREAD_LOCK(&mca_pml_mdq.comms_lock);
+    OPAL_LIST_FOREACH (mc, &mca_pml_mdq.comms, mca_pml_mdq_comm_t) {
+        const mdq_match_stats_t *st = mdq_match_queue_stats(mc->queue);
+        switch (which) {
+        case MDQ_STAT_PRQ:
+            sum += st->prq_length;
+            break;
+        case MDQ_STAT_UMQ:
+            sum += st->umq_length;
+            break;
+        case MDQ_STAT_SEARCHES:
+            sum += st->searches;
+            break;
+        default:
+            sum += st->visits;
+            break;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&mca_pml_mdq.comms_lock);
+    *(unsigned long long *) value = sum;
+    return OPAL_SUCCESS;
+}
+
+static void mdq_register_stat_pvar(const char *name, const char *desc, int cls, int which)
+{
+    (void) mca_base_component_pvar_register(&mca_pml_mdq_component.pmlm_version, name, desc,
+                                            OPAL_INFO_LVL_4, cls,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            MCA_BASE_PVAR_FLAG_READONLY
+                                                | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            mdq_stat_get, NULL, NULL, (void *) (intptr_t) which);
+}
+
+static void mdq_register_counter_pvar(const char *name, const char *desc, unsigned long long *ctr)
+{
+    (void) mca_base_component_pvar_register(&mca_pml_mdq_component.pmlm_version, name, desc,
+                                            OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+                                            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+                                            MCA_BASE_VAR_BIND_NO_OBJECT,
+                                            MCA_BASE_PVAR_FLAG_READONLY
+                                                | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+                                            NULL, NULL, NULL, ctr);
+}
+
+static int mca_pml_mdq_component_register(void)
+{
+    int rc = ompi_scale_check_ompi_version("pml", "mdq");
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+
+    mca_pml_mdq.priority = 5;
+    mdq_register_int("priority",
+                     "Selection priority of the mdq PML (ob1 uses 20, so mdq is only used when "
+                     "requested with --mca pml mdq or given a higher priority)",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.priority);
+    mca_pml_mdq.verbose = 0;
+    mdq_register_int("verbose", "Verbosity of the mdq PML (0: silent, 10: protocol decisions, "
+                     "20: every message)", OPAL_INFO_LVL_9, &mca_pml_mdq.verbose);
+
+    mca_pml_mdq.rndv_protocol = MDQ_RNDV_AUTO;
+    mdq_register_enum("rndv_protocol",
+                      "Rendezvous protocol above the BTL eager limit: auto and rget use RDMA get "
+                      "when sender and receiver data are contiguous and the BTL supports get, "
+                      "then fall back to RDMA put, then to send/receive pipelining; rput never "
+                      "uses get; pipeline never uses RDMA",
+                      "pml_mdq_rndv_protocol", mdq_rndv_values, &mca_pml_mdq.rndv_protocol);
+
+    mca_pml_mdq.match_mode = MDQ_MATCH_MODE_AUTO;
+    mdq_register_enum("match_mode",
+                      "Matching queue layout per communicator: auto switches to the 4D queue "
+                      "when the communicator is at least (3*ds+1)*match_cutoff_adjust ranks, "
+                      "linear always uses one list, 4d always uses the 4D queue",
+                      "pml_mdq_match_mode", mdq_mode_values, &mca_pml_mdq.match_mode);
+
+    mca_pml_mdq.match_adjust = 2.0;
+    (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version,
+                                           "match_cutoff_adjust",
+                                           "Multiplier (>= 1.0) of the communicator size threshold "
+                                           "above which the auto match mode uses the 4D queue",
+                                           MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5,
+                                           MCA_BASE_VAR_SCOPE_READONLY, &mca_pml_mdq.match_adjust);
+
+    mca_pml_mdq.any_source_policy = MDQ_MATCH_POLICY_OLDEST;
+    mdq_register_enum("any_source_policy",
+                      "Which unexpected message an MPI_ANY_SOURCE receive takes when several "
+                      "senders match: oldest (strict arrival order) or first (cheapest, first "
+                      "found in rank order; still ordered per sender)",
+                      "pml_mdq_any_source_policy", mdq_policy_values,
+                      &mca_pml_mdq.any_source_policy);
+
+    mca_pml_mdq.free_list_num = 4;
+    mdq_register_int("free_list_num", "Initial number of requests and fragments allocated",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.free_list_num);
+    mca_pml_mdq.free_list_max = -1;
+    mdq_register_int("free_list_max",
+                     "Maximum number of requests and fragments (-1: unlimited)", OPAL_INFO_LVL_9,
+                     &mca_pml_mdq.free_list_max);
+    mca_pml_mdq.free_list_inc = 64;
+    mdq_register_int("free_list_inc", "Number of requests and fragments added when a list grows",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.free_list_inc);
+    mca_pml_mdq.max_outstanding_frags = 8;
+    mdq_register_int("pipeline_depth",
+                     "Maximum pipeline fragments in flight per send request", OPAL_INFO_LVL_9,
+                     &mca_pml_mdq.max_outstanding_frags);
+
+    mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
+                           "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
+    mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "
+                           "(all communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_UMQ);
+    mdq_register_stat_pvar("match_attempts", "Searches of the matching queues of live "
+                           "communicators", MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_SEARCHES);
+    mdq_register_stat_pvar("match_items_visited", "Items and structure nodes visited by "
+                           "searches of the matching queues of live communicators",
+                           MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_VISITS);
+    mdq_register_counter_pvar("eager_messages", "Messages sent with the eager protocol",
+                              &mca_pml_mdq.counters.eager);
+    mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get",
+                              &mca_pml_mdq.counters.rget);
+    mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put",
+                              &mca_pml_mdq.counters.rput);
+    mdq_register_counter_pvar("pipeline_messages", "Messages sent with send/receive pipelining",
+                              &mca_pml_mdq.counters.pipeline);
+    mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
+                              "was due", &mca_pml_mdq.counters.held_ooo);
+    return OMPI_SUCCESS;
+}
+
+static int mca_pml_mdq_component_open(void)
+{
+    mca_pml_mdq.output = opal_output_open(NULL);
+    opal_output_set_verbosity(mca_pml_mdq.output, mca_pml_mdq.verbose);
+    mca_pml_mdq.enabled = false;
+    return mca_base_framework_open(&ompi_bml_base_framework, 0);
+}
+
+static int mca_pml_mdq_component_close(void)
+{
+    int rc = mca_base_framework_close(&ompi_bml_base_framework);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    opal_output_close(mca_pml_mdq.output);
+    return OMPI_SUCCESS;
+}
+
+static mca_pml_base_module_t *mca_pml_mdq_component_init(int *priority, bool enable_progress_threads,
+                                                         bool enable_mpi_threads)
+{
+    mca_btl_base_selected_module_t *sm;
+
+    *priority = mca_pml_mdq.priority;
+    if (mca_pml_mdq.match_adjust < 1.0) {
+        (void) ompi_scale_help_init();
+        opal_show_help("help-mpi-pml-mdq.txt", "bad-cutoff-adjust", true,
+                       mca_pml_mdq.match_adjust);
+        return NULL;
+    }
+    if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
+        return NULL;
+    }
+
+    mca_pml_mdq.max_eager = 0;
+    OPAL_LIST_FOREACH (sm, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t) {
+        mca_btl_base_module_t *btl = sm->btl_module;
+        if (btl->btl_flags & MCA_BTL_FLAGS_SINGLE_ADD_PROCS) {
+            mca_pml_mdq.super.pml_flags |= MCA_PML_BASE_FLAG_REQUIRE_WORLD;
+        }
+        if (btl->btl_eager_limit > mca_pml_mdq.max_eager) {
+            mca_pml_mdq.max_eager = btl->btl_eager_limit;
+        }
+    }
+    MDQ_VERBOSE(10, "pml:mdq: init, priority %d, max eager %zu", *priority, mca_pml_mdq.max_eager);
+    return &mca_pml_mdq.super;
+}
+
+int mca_pml_mdq_component_fini(void)
+{
+    int rc = mca_bml.bml_finalize();
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (!mca_pml_mdq.enabled) {
+        return OMPI_SUCCESS;
+    }
+    mca_pml_mdq.enabled = false;
+    opal_progress_unregister(mca_pml_mdq_progress);
+    (void) mca_pml_base_bsend_fini();
+
+    OBJ_DESTRUCT(&mca_pml_mdq.frags);
+    OBJ_DESTRUCT(&mca_pml_mdq.pending_send);
+    OBJ_DESTRUCT(&mca_pml_mdq.pending_recv);
+    OPAL_LIST_DESTRUCT(&mca_pml_mdq.pending_ctl);
+    OBJ_DESTRUCT(&mca_pml_mdq.pending_lock);
+    OBJ_DESTRUCT(&mca_pml_mdq.comms);
+    OBJ_DESTRUCT(&mca_pml_mdq.nocomm_frags);
+    OBJ_DESTRUCT(&mca_pml_mdq.comms_lock);
+    if (NULL != mca_pml_mdq.pool) {
+        mdq_match_pool_destroy(mca_pml_mdq.pool);
+        mca_pml_mdq.pool = NULL;
+    }
+    return OMPI_SUCCESS;
+}

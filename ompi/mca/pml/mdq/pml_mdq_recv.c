@@ -1,0 +1,743 @@
+/*
+ * pml/mdq receive side: posting receives, matching arrivals in per-sender
+ * sequence order, delivery of eager data, the rendezvous receiver (RGET,
+ * RPUT via CTS, pipelined fragments), cancel and persistent receives.
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/rte/rte.h"
+
+#include "pml_mdq.h"
+#include "pml_mdq_request.h"
+
+#define MDQ_ITEM_TO_RECVREQ(it) \
+    ((mca_pml_mdq_recv_request_t *) ((char *) (it) - offsetof(mca_pml_mdq_recv_request_t, item)))
+#define MDQ_ITEM_TO_FRAG(it) \
+    ((mca_pml_mdq_frag_t *) ((char *) (it) - offsetof(mca_pml_mdq_frag_t, item)))
+
+static int mdq_recv_request_free(ompi_request_t **request);
+static int mdq_recv_request_cancel(ompi_request_t *request, int complete);
+
+static void mdq_recv_request_construct(mca_pml_mdq_recv_request_t *req)
+{
+    req->req_recv.req_base.req_type = MCA_PML_REQUEST_RECV;
+    req->req_recv.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
+    req->req_recv.req_base.req_ompi.req_free = mdq_recv_request_free;
+    req->req_recv.req_base.req_ompi.req_cancel = mdq_recv_request_cancel;
+    req->req_recv.req_base.req_ompi.req_start = mca_pml_mdq_start;
+    req->local_handle = NULL;
+    req->rdma_btl = NULL;
+    memset(&req->item, 0, sizeof(req->item));
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_mdq_recv_request_t, mca_pml_base_recv_request_t,
+                   mdq_recv_request_construct, NULL);
+
+static void mdq_recv_request_release(mca_pml_mdq_recv_request_t *req)
+{
+    int32_t expected = 0;
+    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&req->released, &expected, 1)) {
+        return;
+    }
+    MCA_PML_BASE_RECV_REQUEST_FINI(&req->req_recv);
+    opal_free_list_return(&mca_pml_base_recv_requests, (opal_free_list_item_t *) req);
+}
+
+static int mdq_recv_request_free(ompi_request_t **request)
+{
+    mca_pml_mdq_recv_request_t *req = (mca_pml_mdq_recv_request_t *) *request;
+
+    req->req_recv.req_base.req_free_called = true;
+    opal_atomic_mb();
+    if (req->req_recv.req_base.req_pml_complete) {
+        mdq_recv_request_release(req);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static void mdq_recv_request_pml_complete(mca_pml_mdq_recv_request_t *req)
+{
+    if (NULL != req->local_handle) {
+        mca_bml_base_deregister_mem(req->rdma_btl, req->local_handle);
+        req->local_handle = NULL;
+    }
+    req->req_recv.req_base.req_pml_complete = true;
+    opal_atomic_wmb();
+    ompi_request_complete(&req->req_recv.req_base.req_ompi, true);
+    opal_atomic_mb();
+    if (req->req_recv.req_base.req_free_called) {
+        mdq_recv_request_release(req);
+    }
+}
+
+void mca_pml_mdq_recv_request_event_done(mca_pml_mdq_recv_request_t *req)
+{
+    if (0 == OPAL_THREAD_ADD_FETCH32(&req->events, -1)) {
+        mdq_recv_request_pml_complete(req);
+    }
+}
+
+static int mdq_recv_request_cancel(ompi_request_t *request, int complete)
+{
+    mca_pml_mdq_recv_request_t *req = (mca_pml_mdq_recv_request_t *) request;
+    mca_pml_mdq_comm_t *mc = req->mc;
+    bool removed;
+    (void) complete;
+
+    if (REQUEST_COMPLETED == request->req_complete || NULL == mc) {
+        return OMPI_SUCCESS;
+    }
+    OPAL_THREAD_LOCK(&mc->lock);
+    removed = mdq_match_remove(mc->queue, &req->item);
+    OPAL_THREAD_UNLOCK(&mc->lock);
+    if (removed) {
+        request->req_status._cancelled = true;
+        mca_pml_mdq_recv_request_event_done(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void)
+{
+    mca_pml_mdq_recv_request_t *req =
+        (mca_pml_mdq_recv_request_t *) opal_free_list_get(&mca_pml_base_recv_requests);
+    if (OPAL_LIKELY(NULL != req)) {
+        req->released = 0;
+    }
+    return req;
+}
+
+void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
+                                   ompi_datatype_t *datatype, int src, int tag,
+                                   ompi_communicator_t *comm, bool persistent)
+{
+    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
+
+    MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
+                                   persistent);
+    opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
+                                             &datatype->super, count, buf, 0, conv);
+    opal_convertor_get_packed_size(conv, &req->capacity);
+    req->contig = !opal_convertor_need_buffers(conv);
+    req->mc = mca_pml_mdq_comm_of(comm);
+}
+
+/* ---- delivery ---- */
+
+static void mdq_recv_set_truncation(mca_pml_mdq_recv_request_t *req, size_t msg_len)
+{
+    req->length = msg_len;
+    if (msg_len > req->capacity) {
+        req->req_recv.req_base.req_ompi.req_status.MPI_ERROR = MPI_ERR_TRUNCATE;
+        req->length = req->capacity;
+    }
+    req->req_recv.req_base.req_ompi.req_status._ucount = req->length;
+}
+
+/* unpack at most req->length bytes from the message iovecs */
+static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec *src,
+                            uint32_t count, size_t offset_in_msg)
+{
+    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
+    struct iovec iov[MCA_BTL_DES_MAX_SEGMENTS];
+    uint32_t n = 0;
+    size_t room, max_data;
+
+    if (offset_in_msg >= req->length) {
+        return;
+    }
+    room = req->length - offset_in_msg;
+    for (uint32_t i = 0; i < count && room > 0; ++i) {
+        size_t len = src[i].iov_len < room ? src[i].iov_len : room;
+        if (0 == len) {
+            continue;
+        }
+        iov[n].iov_base = src[i].iov_base;
+        iov[n].iov_len = len;
+        room -= len;
+        ++n;
+    }
+    if (0 == n) {
+        return;
+    }
+    if (req->contig) {
+        char *base = NULL;
+        size_t off = offset_in_msg;
+        opal_convertor_get_current_pointer(conv, (void **) &base);
+        base -= conv->bConverted;
+        for (uint32_t i = 0; i < n; ++i) {
+            memcpy(base + off, iov[i].iov_base, iov[i].iov_len);
+            off += iov[i].iov_len;
+        }
+        return;
+    }
+    if (conv->bConverted != offset_in_msg) {
+        size_t pos = offset_in_msg;
+        opal_convertor_set_position(conv, &pos);
+    }
+    max_data = req->length - offset_in_msg;
+    (void) opal_convertor_unpack(conv, iov, &n, &max_data);
+}
+
+static mca_bml_base_endpoint_t *mdq_recv_peer_ep(mca_pml_mdq_recv_request_t *req, int src)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(req->req_recv.req_base.req_comm, src);
+    return NULL == proc ? NULL : mca_bml_base_get_endpoint(proc);
+}
+
+static void mdq_rget_finished(mca_pml_mdq_recv_request_t *req)
+{
+    mdq_hdr_ack_t ack = {.sreq = req->sreq};
+    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rget, 1);
+    mca_pml_mdq_recv_request_event_done(req);
+}
+
+static void mdq_get_done(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                         void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                         void *context, void *cbdata, int status)
+{
+    mca_pml_mdq_recv_request_t *req = (mca_pml_mdq_recv_request_t *) cbdata;
+    (void) btl;
+    (void) ep;
+    (void) local_address;
+    (void) local_handle;
+    (void) context;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        opal_output(0, "pml:mdq: RDMA get failed (%d)", status);
+        ompi_rte_abort(status, NULL);
+    }
+    if (0 == OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, -1)) {
+        mdq_rget_finished(req);
+    }
+}
+
+/* ask the sender to stream fragments */
+static void mdq_recv_request_pipeline(mca_pml_mdq_recv_request_t *req)
+{
+    mdq_hdr_cts_t cts = {.sreq = req->sreq, .rreq = mdq_ptr_to_u64(req), .addr = 0,
+                         .length = req->length, .hlen = 0, .pad = 0};
+    req->received = 0;
+    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
+    if (0 == req->length) {
+        mca_pml_mdq_recv_request_event_done(req);
+    }
+}
+
+int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
+{
+    mca_bml_base_btl_t *rdma = req->rdma_btl;
+    mca_btl_base_module_t *btl = rdma->btl;
+    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
+    char *base = NULL;
+
+    opal_convertor_get_current_pointer(conv, (void **) &base);
+    base -= conv->bConverted;
+    if (NULL != btl->btl_register_mem && NULL == req->local_handle
+        && req->length >= btl->btl_get_local_registration_threshold) {
+        mca_bml_base_register_mem(rdma, base, req->length, MCA_BTL_REG_FLAG_LOCAL_WRITE,
+                                  &req->local_handle);
+        if (NULL == req->local_handle) {
+            if (0 == req->offset) {
+                mdq_recv_request_pipeline(req);
+                return OMPI_SUCCESS;
+            }
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    while (req->offset < req->length) {
+        size_t size = req->length - req->offset;
+        int rc;
+        if (size > btl->btl_get_limit) {
+            size = btl->btl_get_limit;
+        }
+        OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, 1);
+        rc = mca_bml_base_get(rdma, base + req->offset, req->remote_addr + req->offset,
+                              req->local_handle,
+                              (mca_btl_base_registration_handle_t *) req->remote_handle, size, 0,
+                              MCA_BTL_NO_ORDER, mdq_get_done, req);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, -1);
+            if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+                req->pending_op = MDQ_PENDING_GETS;
+                mca_pml_mdq_pending_add(&mca_pml_mdq.pending_recv, (opal_list_item_t *) req);
+                return OMPI_SUCCESS;
+            }
+            if (0 == req->offset) {
+                /* the BTL refused the get outright: stream instead */
+                mdq_recv_request_pipeline(req);
+                return OMPI_SUCCESS;
+            }
+            opal_output(0, "pml:mdq: RDMA get failed to start (%d)", rc);
+            ompi_rte_abort(rc, NULL);
+        }
+        req->offset += size;
+    }
+    req->pending_op = MDQ_PENDING_NONE;
+    if (0 == OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, -1)) {
+        mdq_rget_finished(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+void mca_pml_mdq_recv_request_schedule(mca_pml_mdq_recv_request_t *req)
+{
+    if (MDQ_PENDING_GETS == req->pending_op) {
+        (void) mca_pml_mdq_recv_request_start_get(req);
+    }
+}
+
+/* the sender offered its buffer for RDMA put: register ours and send a CTS
+ * over the same BTL. Returns false when RPUT is not possible. */
+static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_base_module_t *rbtl)
+{
+    mca_bml_base_btl_t *rdma = NULL, *ctl;
+    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
+    union {
+        mdq_hdr_cts_t c;
+        unsigned char raw[sizeof(mdq_hdr_cts_t) + MDQ_MAX_HANDLE];
+    } hdr;
+    size_t hlen = 0;
+    char *base = NULL;
+    (void) rbtl;
+
+    for (size_t i = 0; i < mca_bml_base_btl_array_get_size(&req->ep->btl_rdma); ++i) {
+        mca_bml_base_btl_t *b = mca_bml_base_btl_array_get_index(&req->ep->btl_rdma, i);
+        if ((b->btl_flags & MCA_BTL_FLAGS_PUT)
+            && NULL != mca_bml_base_btl_array_find(&req->ep->btl_eager, b->btl)) {
+            rdma = b;
+            break;
+        }
+    }
+    if (NULL == rdma) {
+        return false;
+    }
+    ctl = mca_bml_base_btl_array_find(&req->ep->btl_eager, rdma->btl);
+    opal_convertor_get_current_pointer(conv, (void **) &base);
+    base -= conv->bConverted;
+    if (NULL != rdma->btl->btl_register_mem) {
+        hlen = rdma->btl->btl_registration_handle_size;
+        if (hlen > MDQ_MAX_HANDLE) {
+            return false;
+        }
+        mca_bml_base_register_mem(rdma, base, req->length, MCA_BTL_REG_FLAG_REMOTE_WRITE,
+                                  &req->local_handle);
+        if (NULL == req->local_handle) {
+            return false;
+        }
+        memcpy(hdr.raw + sizeof(mdq_hdr_cts_t), req->local_handle, hlen);
+    }
+    req->rdma_btl = rdma;
+    req->received = 0;
+    hdr.c.sreq = req->sreq;
+    hdr.c.rreq = mdq_ptr_to_u64(req);
+    hdr.c.addr = mdq_ptr_to_u64(base);
+    hdr.c.length = req->length;
+    hdr.c.hlen = (uint32_t) hlen;
+    hdr.c.pad = 0;
+    (void) mca_pml_mdq_send_ctl(req->ep, ctl, MDQ_TAG_CTS, &hdr, sizeof(mdq_hdr_cts_t) + hlen);
+    return true;
+}
+
+/* matched RTS: choose RGET, RPUT or pipeline */
+static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_mdq_msg_t *msg)
+{
+    const mdq_hdr_rts_t *rts = (const mdq_hdr_rts_t *) msg->hdr;
+    int proto = mca_pml_mdq.rndv_protocol;
+
+    req->sreq = rts->sreq;
+    mdq_recv_set_truncation(req, rts->length);
+    req->ep = mdq_recv_peer_ep(req, rts->m.src);
+    req->offset = 0;
+    req->rdma_pending = 1; /* scheduling reference */
+    if (OPAL_UNLIKELY(NULL == req->ep)) {
+        opal_output(0, "pml:mdq: no endpoint for rank %d", rts->m.src);
+        ompi_rte_abort(OMPI_ERR_UNREACH, NULL);
+        return;
+    }
+    if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
+        && (MDQ_RNDV_AUTO == proto || MDQ_RNDV_RGET == proto) && rts->hlen <= MDQ_MAX_HANDLE) {
+        mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&req->ep->btl_rdma, msg->btl);
+        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
+            req->rdma_btl = rdma;
+            req->remote_addr = rts->addr;
+            memcpy(req->remote_handle, rts + 1, rts->hlen);
+            (void) mca_pml_mdq_recv_request_start_get(req);
+            return;
+        }
+    }
+    if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_CONTIG)
+        && MDQ_RNDV_PIPELINE != proto && mdq_recv_request_try_rput(req, msg->btl)) {
+        return;
+    }
+    mdq_recv_request_pipeline(req);
+}
+
+void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca_pml_mdq_msg_t *msg)
+{
+    ompi_status_public_t *st = &req->req_recv.req_base.req_ompi.req_status;
+
+    st->MPI_SOURCE = msg->hdr->src;
+    st->MPI_TAG = msg->hdr->tag;
+    if (MDQ_TAG_RTS == msg->type) {
+        mdq_recv_request_rts(req, msg);
+        return;
+    }
+    if (MDQ_TAG_EAGER_SYNC == msg->type) {
+        const mdq_hdr_sync_t *sh = (const mdq_hdr_sync_t *) msg->hdr;
+        mdq_hdr_ack_t ack = {.sreq = sh->sreq};
+        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, sh->m.src);
+        if (OPAL_LIKELY(NULL != ep)) {
+            (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+        }
+    }
+    mdq_recv_set_truncation(req, msg->len);
+    mdq_recv_unpack(req, msg->iov, msg->iov_count, 0);
+    mca_pml_mdq_recv_request_event_done(req);
+}
+
+/* ---- arrivals ---- */
+
+/* Under mc->lock: match one in-sequence message, or queue a copy of it. */
+static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg,
+                                                 size_t hdr_size, mca_pml_mdq_frag_t *frag)
+{
+    mdq_match_cursor_t cur;
+    mdq_match_item_t *it = mdq_match_take_posted(mc->queue, msg->hdr->src, msg->hdr->tag, &cur);
+
+    if (NULL != it) {
+        return MDQ_ITEM_TO_RECVREQ(it);
+    }
+    if (NULL == frag) {
+        frag = mca_pml_mdq_frag_copy(msg, hdr_size);
+        if (OPAL_UNLIKELY(NULL == frag)) {
+            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return NULL;
+        }
+    }
+    frag->item.rank = msg->hdr->src;
+    frag->item.tag = msg->hdr->tag;
+    mdq_match_append_unexpected(mc->queue, &frag->item, &cur);
+    return NULL;
+}
+
+void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
+                                      size_t hdr_size)
+{
+    const mdq_hdr_match_t *hdr = msg->hdr;
+    mca_pml_mdq_peer_t *peer;
+    mca_pml_mdq_recv_request_t *req;
+    opal_list_t ready;
+    bool have_ready = false;
+
+    if (OPAL_UNLIKELY(hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
+        opal_output(0, "pml:mdq: dropping message with bad source %d on cid %u", hdr->src,
+                    mc->cid);
+        return;
+    }
+    peer = mca_pml_mdq_peer_get(mc, hdr->src);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+        return;
+    }
+
+    OPAL_THREAD_LOCK(&mc->lock);
+    if (OPAL_UNLIKELY(hdr->seq != peer->expect_seq)) {
+        /* overtook an earlier message (several BTLs): hold it */
+        mca_pml_mdq_frag_t *frag = mca_pml_mdq_frag_copy(msg, hdr_size);
+        if (OPAL_UNLIKELY(NULL == frag)) {
+            OPAL_THREAD_UNLOCK(&mc->lock);
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return;
+        }
+        opal_list_append(&peer->held, &frag->super.super);
+        mca_pml_mdq.counters.held_ooo++;
+        OPAL_THREAD_UNLOCK(&mc->lock);
+        return;
+    }
+    req = mdq_match_msg(mc, msg, hdr_size, NULL);
+    peer->expect_seq++;
+
+    while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
+        mca_pml_mdq_frag_t *frag, *found = NULL;
+        OPAL_LIST_FOREACH (frag, &peer->held, mca_pml_mdq_frag_t) {
+            if (frag->hdr.m.seq == peer->expect_seq) {
+                found = frag;
+                break;
+            }
+        }
+        if (NULL == found) {
+            break;
+        }
+        opal_list_remove_item(&peer->held, &found->super.super);
+        peer->expect_seq++;
+        {
+            mca_pml_mdq_msg_t fm;
+            mca_pml_mdq_frag_to_msg(found, &fm);
+            found->matched = mdq_match_msg(mc, &fm, 0, found);
+        }
+        if (NULL != found->matched) {
+            if (!have_ready) {
+                OBJ_CONSTRUCT(&ready, opal_list_t);
+                have_ready = true;
+            }
+            opal_list_append(&ready, &found->super.super);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&mc->lock);
+
+    if (NULL != req) {
+        mca_pml_mdq_recv_request_deliver(req, msg);
+    }
+    if (have_ready) {
+        mca_pml_mdq_frag_t *frag;
+        while (NULL != (frag = (mca_pml_mdq_frag_t *) opal_list_remove_first(&ready))) {
+            mca_pml_mdq_msg_t fm;
+            mca_pml_mdq_frag_to_msg(frag, &fm);
+            mca_pml_mdq_recv_request_deliver(frag->matched, &fm);
+            frag->matched = NULL;
+            mca_pml_mdq_frag_release(frag);
+        }
+        OBJ_DESTRUCT(&ready);
+    }
+}
+
+static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_module_t *btl,
+                             const mca_btl_base_descriptor_t *des, size_t skip)
+{
+    const mca_btl_base_segment_t *seg = des->des_segments;
+    uint32_t n = 0;
+
+    msg->type = type;
+    msg->btl = btl;
+    msg->len = 0;
+    for (size_t i = 0; i < des->des_segment_count; ++i) {
+        char *base = (char *) seg[i].seg_addr.pval;
+        size_t len = seg[i].seg_len;
+        if (skip > 0) {
+            size_t s = skip < len ? skip : len;
+            base += s;
+            len -= s;
+            skip -= s;
+        }
+        if (len > 0) {
+            msg->iov[n].iov_base = base;
+            msg->iov[n].iov_len = len;
+            msg->len += len;
+            ++n;
+        }
+    }
+    msg->iov_count = n;
+}
+
+void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                            mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
+    size_t hsize = mca_pml_mdq_hdr_size(tag, hdr);
+    ompi_communicator_t *comm = ompi_comm_lookup(hdr->cid);
+    mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
+    mca_pml_mdq_msg_t msg;
+    (void) cbdata;
+
+    msg.hdr = hdr;
+    mdq_msg_from_des(&msg, tag, btl, des, hsize);
+    if (MDQ_TAG_RTS == tag) {
+        msg.len = 0;
+        msg.iov_count = 0;
+    }
+    if (OPAL_UNLIKELY(NULL == mc)) {
+        mca_pml_mdq_hold_nocomm(hdr->cid, &msg, hsize);
+        return;
+    }
+    mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize);
+}
+
+void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                         mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_frag_t *fh = (const mdq_hdr_frag_t *) des->des_segments[0].seg_addr.pval;
+    mca_pml_mdq_recv_request_t *req = mdq_u64_to_ptr(fh->rreq);
+    mca_pml_mdq_msg_t msg;
+    size_t bytes;
+    (void) tag;
+    (void) cbdata;
+
+    mdq_msg_from_des(&msg, MDQ_TAG_FRAG, btl, des, sizeof(*fh));
+    bytes = msg.len;
+    if (fh->offset + bytes > req->length) {
+        bytes = fh->offset < req->length ? req->length - fh->offset : 0;
+    }
+    if (req->contig) {
+        mdq_recv_unpack(req, msg.iov, msg.iov_count, fh->offset);
+    } else {
+        /* the convertor is stateful: one fragment at a time */
+        OPAL_THREAD_LOCK(&req->mc->lock);
+        mdq_recv_unpack(req, msg.iov, msg.iov_count, fh->offset);
+        OPAL_THREAD_UNLOCK(&req->mc->lock);
+    }
+    if (OPAL_THREAD_ADD_FETCH_SIZE_T(&req->received, bytes) == req->length) {
+        mca_pml_mdq_recv_request_event_done(req);
+    }
+}
+
+void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_fin_t *fin = (const mdq_hdr_fin_t *) des->des_segments[0].seg_addr.pval;
+    mca_pml_mdq_recv_request_t *req = mdq_u64_to_ptr(fin->rreq);
+    (void) btl;
+    (void) tag;
+    (void) cbdata;
+
+    if (OPAL_THREAD_ADD_FETCH_SIZE_T(&req->received, fin->bytes) == req->length) {
+        mca_pml_mdq_recv_request_event_done(req);
+    }
+}
+
+/* ---- posting ---- */
+
+int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
+{
+    mca_pml_mdq_comm_t *mc = req->mc;
+    mdq_match_cursor_t cur;
+    mdq_match_item_t *it;
+    mca_pml_mdq_frag_t *frag;
+    mca_pml_mdq_msg_t msg;
+
+    MCA_PML_BASE_RECV_START(&req->req_recv);
+    if (req->req_recv.req_base.req_ompi.req_persistent
+        && 0 != req->req_recv.req_base.req_convertor.bConverted) {
+        size_t zero = 0;
+        opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);
+    }
+    req->released = 0;
+    req->events = 1;
+    req->received = 0;
+    req->length = 0;
+    req->offset = 0;
+    req->pending_op = MDQ_PENDING_NONE;
+    req->local_handle = NULL;
+    req->rdma_btl = NULL;
+    req->item.rank = req->req_recv.req_base.req_peer;
+    req->item.tag = req->req_recv.req_base.req_tag;
+    if (OPAL_UNLIKELY(NULL == mc)) {
+        return OMPI_ERR_BAD_PARAM;
+    }
+
+    OPAL_THREAD_LOCK(&mc->lock);
+    it = mdq_match_find_unexpected(mc->queue, req->item.rank, req->item.tag, true, &cur);
+    if (NULL == it) {
+        mdq_match_append_posted(mc->queue, &req->item, &cur);
+        OPAL_THREAD_UNLOCK(&mc->lock);
+        return OMPI_SUCCESS;
+    }
+    OPAL_THREAD_UNLOCK(&mc->lock);
+
+    frag = MDQ_ITEM_TO_FRAG(it);
+    mca_pml_mdq_frag_to_msg(frag, &msg);
+    mca_pml_mdq_recv_request_deliver(req, &msg);
+    mca_pml_mdq_frag_release(frag);
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_mdq_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                           ompi_communicator_t *comm, ompi_request_t **request)
+{
+    mca_pml_mdq_recv_request_t *req = mca_pml_mdq_recv_request_alloc();
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_pml_mdq_recv_request_init(req, buf, count, datatype, src, tag, comm, true);
+    req->req_recv.req_base.req_pml_complete = true;
+    *request = &req->req_recv.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_mdq_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                      ompi_communicator_t *comm, ompi_request_t **request)
+{
+    mca_pml_mdq_recv_request_t *req = mca_pml_mdq_recv_request_alloc();
+    int rc;
+    if (OPAL_UNLIKELY(NULL == req)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_pml_mdq_recv_request_init(req, buf, count, datatype, src, tag, comm, false);
+    *request = &req->req_recv.req_base.req_ompi;
+    rc = mca_pml_mdq_recv_request_start(req);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        req->req_recv.req_base.req_pml_complete = true;
+        mdq_recv_request_release(req);
+        *request = MPI_REQUEST_NULL;
+    }
+    return rc;
+}
+
+int mca_pml_mdq_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
+                     ompi_communicator_t *comm, ompi_status_public_t *status)
+{
+    ompi_request_t *request = NULL;
+    int rc = mca_pml_mdq_irecv(buf, count, datatype, src, tag, comm, &request);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        return rc;
+    }
+    ompi_request_wait_completion(request);
+    if (MPI_STATUS_IGNORE != status) {
+        OMPI_COPY_STATUS(status, request->req_status, false);
+    }
+    rc = request->req_status.MPI_ERROR;
+    ompi_request_free(&request);
+    return rc;
+}
+
+/* ---- persistent start ---- */
+
+int mca_pml_mdq_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; ++i) {
+        mca_pml_base_request_t *base = (mca_pml_base_request_t *) requests[i];
+        int rc;
+
+        if (NULL == base || OMPI_REQUEST_PML != base->req_ompi.req_type) {
+            continue;
+        }
+        if (MCA_PML_REQUEST_SEND == base->req_type) {
+            mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) base;
+            if (OPAL_UNLIKELY(!base->req_pml_complete)) {
+                /* the PML still uses the previous round (buffered send):
+                 * continue with a fresh request and let the old one go */
+                mca_pml_mdq_send_request_t *fresh;
+                ompi_request_t *old = requests[i];
+                rc = mca_pml_mdq_isend_init(sendreq->req_send.req_base.req_addr,
+                                            sendreq->req_send.req_base.req_count,
+                                            sendreq->req_send.req_base.req_datatype,
+                                            sendreq->req_send.req_base.req_peer,
+                                            sendreq->req_send.req_base.req_tag,
+                                            sendreq->req_send.req_send_mode,
+                                            sendreq->req_send.req_base.req_comm, &requests[i]);
+                if (OMPI_SUCCESS != rc) {
+                    return rc;
+                }
+                old->req_persistent = false;
+                (void) old->req_free(&old);
+                fresh = (mca_pml_mdq_send_request_t *) requests[i];
+                sendreq = fresh;
+            }
+            rc = mca_pml_mdq_send_request_start(sendreq);
+        } else if (MCA_PML_REQUEST_RECV == base->req_type) {
+            rc = mca_pml_mdq_recv_request_start((mca_pml_mdq_recv_request_t *) base);
+        } else {
+            rc = OMPI_ERR_REQUEST;
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,751 @@
+/*
+ * pml/mdq send side: eager (sendi, then alloc+send), eager-synchronous,
+ * rendezvous (RTS; then the receiver pulls with RGET, or asks for RPUT or
+ * pipelined fragments with a CTS), buffered and persistent sends.
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/pml/base/pml_base_bsend.h"
+#include "ompi/mca/rte/rte.h"
+
+#include "pml_mdq.h"
+#include "pml_mdq_request.h"
+
+#define MDQ_SEND_FLAGS (MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+
+static int mdq_send_request_free(ompi_request_t **request);
+static int mdq_send_request_cancel(ompi_request_t *request, int complete);
+
+static void mdq_send_request_construct(mca_pml_mdq_send_request_t *req)
+{
+    req->req_send.req_base.req_type = MCA_PML_REQUEST_SEND;
+    req->req_send.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
+    req->req_send.req_base.req_ompi.req_free = mdq_send_request_free;
+    req->req_send.req_base.req_ompi.req_cancel = mdq_send_request_cancel;
+    req->req_send.req_base.req_ompi.req_start = mca_pml_mdq_start;
+    req->local_handle = NULL;
+    req->rdma_btl = NULL;
+    req->seq_set = false;
+}
+
+OBJ_CLASS_INSTANCE(mca_pml_mdq_send_request_t, mca_pml_base_send_request_t,
+                   mdq_send_request_construct, NULL);
+
+static void mdq_send_request_release(mca_pml_mdq_send_request_t *sendreq)
+{
+    int32_t expected = 0;
+    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&sendreq->released, &expected, 1)) {
+        return;
+    }
+    MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
+    opal_free_list_return(&mca_pml_base_send_requests, (opal_free_list_item_t *) sendreq);
+}
+
+static int mdq_send_request_free(ompi_request_t **request)
+{
+    mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) *request;
+
+    sendreq->req_send.req_base.req_free_called = true;
+    opal_atomic_mb();
+    if (sendreq->req_send.req_base.req_pml_complete) {
+        mdq_send_request_release(sendreq);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* Open MPI's PMLs do not cancel sends: the request completes normally and
+ * MPI_Test_cancelled reports false. */
+static int mdq_send_request_cancel(ompi_request_t *request, int complete)
+{
+    (void) request;
+    (void) complete;
+    return OMPI_SUCCESS;
+}
+
+static void mdq_send_request_pml_complete(mca_pml_mdq_send_request_t *sendreq)
+{
+    bool buffered = MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode;
+
+    if (NULL != sendreq->local_handle) {
+        mca_bml_base_deregister_mem(sendreq->rdma_btl, sendreq->local_handle);
+        sendreq->local_handle = NULL;
+    }
+    if (buffered) {
+        mca_pml_base_bsend_request_fini((ompi_request_t *) sendreq);
+    }
+    sendreq->req_send.req_base.req_ompi.req_status._ucount = sendreq->req_send.req_bytes_packed;
+    sendreq->req_send.req_base.req_pml_complete = true;
+    opal_atomic_wmb();
+    if (!buffered) {
+        ompi_request_complete(&sendreq->req_send.req_base.req_ompi, true);
+    }
+    opal_atomic_mb();
+    if (sendreq->req_send.req_base.req_free_called) {
+        mdq_send_request_release(sendreq);
+    }
+}
+
+void mca_pml_mdq_send_request_event_done(mca_pml_mdq_send_request_t *sendreq)
+{
+    if (0 == OPAL_THREAD_ADD_FETCH32(&sendreq->events, -1)) {
+        mdq_send_request_pml_complete(sendreq);
+    }
+}
+
+mca_pml_mdq_send_request_t *mca_pml_mdq_send_request_alloc(ompi_communicator_t *comm, int dst)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, dst);
+    mca_pml_mdq_send_request_t *sendreq;
+
+    if (OPAL_UNLIKELY(NULL == proc)) {
+        return NULL;
+    }
+    sendreq = (mca_pml_mdq_send_request_t *) opal_free_list_get(&mca_pml_base_send_requests);
+    if (OPAL_UNLIKELY(NULL == sendreq)) {
+        return NULL;
+    }
+    sendreq->req_send.req_base.req_proc = proc;
+    sendreq->released = 0;
+    sendreq->seq_set = false;
+    return sendreq;
+}
+
+static void mdq_fill_match(mdq_hdr_match_t *m, mca_pml_mdq_send_request_t *sendreq)
+{
+    ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
+    m->cid = comm->c_contextid;
+    m->src = comm->c_my_rank;
+    m->tag = sendreq->req_send.req_base.req_tag;
+    m->seq = sendreq->seq;
+    m->flags = 0;
+}
+
+static void mdq_rewind(opal_convertor_t *conv, size_t pos)
+{
+    size_t p = pos;
+    opal_convertor_set_position(conv, &p);
+}
+
+/* eager and eager-sync: header and whole payload in one BTL message */
+static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
+{
+    opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
+    mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_eager);
+    mca_btl_base_module_t *btl = bml_btl->btl;
+    size_t size = sendreq->req_send.req_bytes_packed;
+    mca_btl_base_descriptor_t *des;
+    union {
+        mdq_hdr_match_t m;
+        mdq_hdr_sync_t s;
+    } hdr;
+    size_t hsize;
+    int rc;
+
+    mdq_fill_match(&hdr.m, sendreq);
+    if (MDQ_TAG_EAGER_SYNC == sendreq->protocol) {
+        hdr.s.sreq = mdq_ptr_to_u64(sendreq);
+        hsize = sizeof(mdq_hdr_sync_t);
+    } else {
+        hsize = sizeof(mdq_hdr_match_t);
+    }
+
+    if (NULL != btl->btl_sendi) {
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size, MCA_BTL_NO_ORDER,
+                            MDQ_SEND_FLAGS, sendreq->protocol, NULL);
+        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+            goto sent;
+        }
+        mdq_rewind(conv, 0);
+    }
+
+    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
+    if (size > 0) {
+        struct iovec iov = {.iov_base = (char *) des->des_segments[0].seg_addr.pval + hsize,
+                            .iov_len = size};
+        uint32_t iov_count = 1;
+        size_t max_data = size;
+        (void) opal_convertor_pack(conv, &iov, &iov_count, &max_data);
+    }
+    des->des_segments[0].seg_len = hsize + size;
+    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
+    rc = mca_bml_base_send(bml_btl, des, sendreq->protocol);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        mca_bml_base_free(bml_btl, des);
+        mdq_rewind(conv, 0);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+sent:
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
+    return OMPI_SUCCESS;
+}
+
+/* RTS: announces the message; offers the registered buffer for RGET when
+ * the data is contiguous and the BTL that carries the RTS can get. */
+static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
+{
+    opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
+    mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_eager);
+    mca_btl_base_module_t *btl = bml_btl->btl;
+    union {
+        mdq_hdr_rts_t r;
+        unsigned char raw[MDQ_HDR_MAX_MATCHED];
+    } hdr;
+    size_t hsize = sizeof(mdq_hdr_rts_t);
+    mca_btl_base_descriptor_t *des;
+    int rc;
+
+    mdq_fill_match(&hdr.r.m, sendreq);
+    hdr.r.sreq = mdq_ptr_to_u64(sendreq);
+    hdr.r.length = sendreq->req_send.req_bytes_packed;
+    hdr.r.addr = 0;
+    hdr.r.hlen = 0;
+    hdr.r.pad = 0;
+    if (sendreq->contig) {
+        hdr.r.m.flags |= MDQ_HDR_F_CONTIG;
+    }
+
+    if (sendreq->contig
+        && (MDQ_RNDV_AUTO == mca_pml_mdq.rndv_protocol
+            || MDQ_RNDV_RGET == mca_pml_mdq.rndv_protocol)) {
+        mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
+        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
+            void *base = NULL;
+            size_t hlen = 0;
+            opal_convertor_get_current_pointer(conv, &base);
+            if (NULL != btl->btl_register_mem && NULL == sendreq->local_handle) {
+                mca_bml_base_register_mem(rdma, base, hdr.r.length, MCA_BTL_REG_FLAG_REMOTE_READ,
+                                          &sendreq->local_handle);
+                sendreq->rdma_btl = rdma;
+            }
+            if (NULL != btl->btl_register_mem) {
+                hlen = btl->btl_registration_handle_size;
+            }
+            if ((NULL == btl->btl_register_mem || NULL != sendreq->local_handle)
+                && hlen <= MDQ_MAX_HANDLE) {
+                hdr.r.m.flags |= MDQ_HDR_F_GET;
+                hdr.r.addr = mdq_ptr_to_u64(base);
+                hdr.r.hlen = (uint32_t) hlen;
+                if (hlen > 0) {
+                    memcpy(hdr.raw + sizeof(mdq_hdr_rts_t), sendreq->local_handle, hlen);
+                }
+                hsize += hlen;
+            }
+        }
+    }
+
+    if (NULL != btl->btl_sendi) {
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, hsize, 0, MCA_BTL_NO_ORDER,
+                            MDQ_SEND_FLAGS, MDQ_TAG_RTS, NULL);
+        if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+            return OMPI_SUCCESS;
+        }
+    }
+    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize, MDQ_SEND_FLAGS);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
+    des->des_segments[0].seg_len = hsize;
+    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
+    rc = mca_bml_base_send(bml_btl, des, MDQ_TAG_RTS);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        mca_bml_base_free(bml_btl, des);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                          mca_btl_base_descriptor_t *des, int status)
+{
+    mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) des->des_cbdata;
+    (void) btl;
+    (void) ep;
+    (void) status;
+    OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, -1);
+    if (sendreq->offset < sendreq->length) {
+        mca_pml_mdq_send_request_schedule(sendreq);
+    }
+    mca_pml_mdq_send_request_event_done(sendreq);
+}
+
+/* pipeline: stream the data in fragments of at most the BTL max send size.
+ * Returns true when every byte has been handed to a BTL. */
+static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
+{
+    opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
+
+    while (sendreq->offset < sendreq->length) {
+        mca_bml_base_btl_t *bml_btl;
+        mca_btl_base_descriptor_t *des;
+        mdq_hdr_frag_t *fh;
+        size_t size;
+        int rc;
+
+        if (sendreq->outstanding >= mca_pml_mdq.max_outstanding_frags) {
+            return OMPI_SUCCESS; /* the completion of a fragment resumes us */
+        }
+        bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_send);
+        size = sendreq->length - sendreq->offset;
+        if (size > bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t)) {
+            size = bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t);
+        }
+        if (conv->bConverted != sendreq->offset) {
+            mdq_rewind(conv, sendreq->offset);
+        }
+        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, sizeof(mdq_hdr_frag_t), &size,
+                                 MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK,
+                                 &des);
+        if (OPAL_UNLIKELY(NULL == des)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        fh = (mdq_hdr_frag_t *) des->des_segments[0].seg_addr.pval;
+        fh->rreq = sendreq->rreq;
+        fh->offset = sendreq->offset;
+        des->des_cbfunc = mdq_frag_sent;
+        des->des_cbdata = sendreq;
+        OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, 1);
+        OPAL_THREAD_ADD_FETCH32(&sendreq->events, 1);
+        sendreq->offset += size;
+        rc = mca_bml_base_send(bml_btl, des, MDQ_TAG_FRAG);
+        if (OPAL_UNLIKELY(rc < 0)) {
+            sendreq->offset -= size;
+            OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, -1);
+            OPAL_THREAD_ADD_FETCH32(&sendreq->events, -1);
+            mca_bml_base_free(bml_btl, des);
+            mdq_rewind(conv, sendreq->offset);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    *all_scheduled = true;
+    return OMPI_SUCCESS;
+}
+
+/* RPUT finished (all puts done and scheduling over): tell the receiver */
+static void mdq_puts_finished(mca_pml_mdq_send_request_t *sendreq)
+{
+    mdq_hdr_fin_t fin = {.rreq = sendreq->rreq, .bytes = sendreq->length};
+    mca_bml_base_btl_t *ctl = mca_bml_base_btl_array_find(&sendreq->ep->btl_eager,
+                                                          sendreq->rdma_btl->btl);
+    /* same BTL as the data so the FIN cannot overtake it */
+    if (NULL == ctl) {
+        ctl = mca_bml_base_btl_array_find(&sendreq->ep->btl_send, sendreq->rdma_btl->btl);
+    }
+    (void) mca_pml_mdq_send_ctl(sendreq->ep, ctl, MDQ_TAG_FIN, &fin, sizeof(fin));
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rput, 1);
+    mca_pml_mdq_send_request_event_done(sendreq);
+}
+
+static void mdq_put_done(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                         void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                         void *context, void *cbdata, int status)
+{
+    mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) cbdata;
+    (void) btl;
+    (void) ep;
+    (void) local_address;
+    (void) local_handle;
+    (void) context;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        opal_output(0, "pml:mdq: RDMA put failed (%d)", status);
+        ompi_rte_abort(status, NULL);
+    }
+    if (0 == OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1)) {
+        mdq_puts_finished(sendreq);
+    }
+}
+
+static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
+{
+    mca_bml_base_btl_t *rdma = sendreq->rdma_btl;
+    mca_btl_base_module_t *btl = rdma->btl;
+    char *base = NULL;
+
+    opal_convertor_get_current_pointer(&sendreq->req_send.req_base.req_convertor, (void **) &base);
+    base -= sendreq->req_send.req_base.req_convertor.bConverted;
+    if (NULL != btl->btl_register_mem && NULL == sendreq->local_handle
+        && sendreq->length >= btl->btl_put_local_registration_threshold) {
+        mca_bml_base_register_mem(rdma, base, sendreq->length, 0, &sendreq->local_handle);
+        if (NULL == sendreq->local_handle) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    while (sendreq->offset < sendreq->length) {
+        size_t size = sendreq->length - sendreq->offset;
+        int rc;
+        if (size > btl->btl_put_limit) {
+            size = btl->btl_put_limit;
+        }
+        OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, 1);
+        rc = mca_bml_base_put(rdma, base + sendreq->offset, sendreq->remote_addr + sendreq->offset,
+                              sendreq->local_handle,
+                              (mca_btl_base_registration_handle_t *) sendreq->remote_handle, size, 0,
+                              MCA_BTL_NO_ORDER, mdq_put_done, sendreq);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1);
+            if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
+            opal_output(0, "pml:mdq: RDMA put failed to start (%d)", rc);
+            ompi_rte_abort(rc, NULL);
+        }
+        sendreq->offset += size;
+    }
+    *all_scheduled = true;
+    return OMPI_SUCCESS;
+}
+
+/* Runs the request's next step; re-entrant calls are folded into the
+ * running one. Queues the request for retry when a BTL is out of resources. */
+void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
+{
+    bool done = false;
+    int32_t prev;
+
+    if (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, 1) > 1) {
+        return;
+    }
+    do {
+        int rc = OMPI_SUCCESS;
+        prev = sendreq->sched;
+        switch (sendreq->pending_op) {
+        case MDQ_PENDING_START:
+            rc = (MDQ_TAG_RTS == sendreq->protocol) ? mdq_send_rts(sendreq)
+                                                    : mdq_send_eager(sendreq);
+            if (OMPI_SUCCESS == rc) {
+                sendreq->pending_op = MDQ_PENDING_NONE;
+                done = true;
+            }
+            break;
+        case MDQ_PENDING_FRAGS:
+            rc = mdq_send_frags(sendreq, &done);
+            if (done) {
+                sendreq->pending_op = MDQ_PENDING_NONE;
+            }
+            break;
+        case MDQ_PENDING_PUTS:
+            rc = mdq_send_puts(sendreq, &done);
+            if (done) {
+                sendreq->pending_op = MDQ_PENDING_PUTS_DONE;
+            }
+            break;
+        default:
+            break;
+        }
+        if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
+            mca_pml_mdq_pending_add(&mca_pml_mdq.pending_send,
+                                    (opal_list_item_t *) sendreq);
+            prev = OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
+            (void) prev;
+            return;
+        }
+    } while (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -prev) > 0);
+
+    if (done) {
+        if (MDQ_PENDING_PUTS_DONE == sendreq->pending_op) {
+            sendreq->pending_op = MDQ_PENDING_NONE;
+            /* drop the scheduling reference of the RDMA counter */
+            if (0 == OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1)) {
+                mdq_puts_finished(sendreq);
+            }
+            return;
+        }
+        mca_pml_mdq_send_request_event_done(sendreq); /* scheduling token */
+    }
+}
+
+int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
+{
+    ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
+    mca_pml_mdq_comm_t *mc = mca_pml_mdq_comm_of(comm);
+    mca_pml_mdq_peer_t *peer;
+    mca_bml_base_btl_t *bml_btl;
+    size_t size, hsize;
+    bool sync = MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode;
+    int rc;
+
+    MCA_PML_BASE_SEND_START(&sendreq->req_send);
+    sendreq->released = 0;
+    sendreq->ep = mca_bml_base_get_endpoint(sendreq->req_send.req_base.req_proc);
+    if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {
+        return OMPI_ERR_UNREACH;
+    }
+    if (!sendreq->seq_set) {
+        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
+        if (OPAL_UNLIKELY(NULL == peer)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    }
+    sendreq->seq_set = false;
+
+    if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode) {
+        if (sendreq->req_send.req_base.req_ompi.req_persistent
+            && sendreq->req_send.req_bytes_packed > 0) {
+            /* the previous round pointed the convertor at the attached buffer */
+            opal_convertor_copy_and_prepare_for_send(
+                sendreq->req_send.req_base.req_proc->super.proc_convertor,
+                &sendreq->req_send.req_base.req_datatype->super,
+                sendreq->req_send.req_base.req_count, sendreq->req_send.req_base.req_addr, 0,
+                &sendreq->req_send.req_base.req_convertor);
+        }
+        rc = mca_pml_base_bsend_request_start((ompi_request_t *) sendreq);
+        if (OMPI_SUCCESS != rc) {
+            /* the sequence number is spent: send the message truncated to
+             * nothing would be wrong, so fail loudly */
+            return rc;
+        }
+    }
+
+    size = sendreq->req_send.req_bytes_packed;
+    sendreq->contig = !opal_convertor_need_buffers(&sendreq->req_send.req_base.req_convertor);
+    sendreq->local_handle = NULL;
+    sendreq->rdma_btl = NULL;
+    sendreq->offset = 0;
+    sendreq->length = size;
+    sendreq->outstanding = 0;
+    sendreq->rdma_pending = 0;
+    sendreq->sched = 0;
+    sendreq->pending_op = MDQ_PENDING_START;
+
+    bml_btl = mca_bml_base_btl_array_get_index(&sendreq->ep->btl_eager, 0);
+    hsize = sync ? sizeof(mdq_hdr_sync_t) : sizeof(mdq_hdr_match_t);
+    if (size + hsize <= bml_btl->btl->btl_eager_limit) {
+        sendreq->protocol = sync ? MDQ_TAG_EAGER_SYNC : MDQ_TAG_EAGER;
+        sendreq->events = sync ? 2 : 1;
+    } else {
+        sendreq->protocol = MDQ_TAG_RTS;
+        sendreq->events = 2; /* scheduling token + ACK or CTS */
+    }
+
+    if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode) {
+        /* the data is in the attached buffer: the user's request is done */
+        ompi_request_complete(&sendreq->req_send.req_base.req_ompi, true);
+    }
+    mca_pml_mdq_send_request_schedule(sendreq);
+    return OMPI_SUCCESS;
+}
+
+/* ---- control messages addressed to a send request ---- */
+
+void mca_pml_mdq_cb_ack(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_ack_t *ack = (const mdq_hdr_ack_t *) des->des_segments[0].seg_addr.pval;
+    mca_pml_mdq_send_request_t *sendreq = mdq_u64_to_ptr(ack->sreq);
+    (void) btl;
+    (void) tag;
+    (void) cbdata;
+    mca_pml_mdq_send_request_event_done(sendreq);
+}
+
+void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                        mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_cts_t *cts = (const mdq_hdr_cts_t *) des->des_segments[0].seg_addr.pval;
+    mca_pml_mdq_send_request_t *sendreq = mdq_u64_to_ptr(cts->sreq);
+    (void) tag;
+    (void) cbdata;
+
+    /* the receiver does not need the RGET registration */
+    if (NULL != sendreq->local_handle) {
+        mca_bml_base_deregister_mem(sendreq->rdma_btl, sendreq->local_handle);
+        sendreq->local_handle = NULL;
+    }
+    sendreq->rreq = cts->rreq;
+    sendreq->length = cts->length;
+    sendreq->offset = 0;
+    sendreq->rdma_btl = NULL;
+    if (0 != cts->addr) {
+        mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
+        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_PUT)
+            && cts->hlen <= MDQ_MAX_HANDLE) {
+            sendreq->rdma_btl = rdma;
+            sendreq->remote_addr = cts->addr;
+            memcpy(sendreq->remote_handle, cts + 1, cts->hlen);
+            sendreq->rdma_pending = 1; /* scheduling reference */
+            sendreq->pending_op = MDQ_PENDING_PUTS;
+        }
+    }
+    if (NULL == sendreq->rdma_btl) {
+        /* pipeline (requested, or we cannot put over that BTL: the receiver
+         * accepts fragments in either case) */
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.pipeline, 1);
+        sendreq->pending_op = MDQ_PENDING_FRAGS;
+    }
+    /* the CTS event becomes the scheduling token of this phase */
+    mca_pml_mdq_send_request_schedule(sendreq);
+}
+
+/* ---- MPI entry points ---- */
+
+static inline int mdq_isend_prepare(const void *buf, size_t count, ompi_datatype_t *datatype,
+                                    int dst, int tag, mca_pml_base_send_mode_t mode,
+                                    ompi_communicator_t *comm, bool persistent,
+                                    mca_pml_mdq_send_request_t **out)
+{
+    mca_pml_mdq_send_request_t *sendreq = mca_pml_mdq_send_request_alloc(comm, dst);
+    if (OPAL_UNLIKELY(NULL == sendreq)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    MCA_PML_BASE_SEND_REQUEST_INIT(&sendreq->req_send, buf, count, datatype, dst, tag, comm, mode,
+                                   persistent, 0);
+    *out = sendreq;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, mca_pml_base_send_mode_t mode, ompi_communicator_t *comm,
+                           ompi_request_t **request)
+{
+    mca_pml_mdq_send_request_t *sendreq;
+    int rc = mdq_isend_prepare(buf, count, datatype, dst, tag, mode, comm, true, &sendreq);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    /* inactive persistent requests may be freed at once */
+    sendreq->req_send.req_base.req_pml_complete = true;
+    *request = &sendreq->req_send.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+/* Small contiguous standard sends go out with btl_sendi and need no request. */
+static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
+                           int tag, ompi_communicator_t *comm, uint16_t *seq_out)
+{
+    mca_pml_mdq_comm_t *mc = mca_pml_mdq_comm_of(comm);
+    ompi_proc_t *proc;
+    mca_bml_base_endpoint_t *ep;
+    mca_bml_base_btl_t *bml_btl;
+    mca_btl_base_module_t *btl;
+    mca_pml_mdq_peer_t *peer;
+    mdq_hdr_match_t hdr;
+    opal_convertor_t conv;
+    size_t size;
+    int rc;
+
+    if (!ompi_datatype_is_contiguous_memory_layout(datatype, count)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    size = datatype->super.size * count;
+    proc = ompi_comm_peer_lookup(comm, dst);
+    if (OPAL_UNLIKELY(NULL == proc || NULL == mc)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    ep = mca_bml_base_get_endpoint(proc);
+    if (OPAL_UNLIKELY(NULL == ep)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    bml_btl = mca_bml_base_btl_array_get_next(&ep->btl_eager);
+    btl = bml_btl->btl;
+    if (NULL == btl->btl_sendi || size + sizeof(hdr) > btl->btl_eager_limit) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    peer = mca_pml_mdq_peer_get(mc, dst);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    hdr.cid = comm->c_contextid;
+    hdr.src = comm->c_my_rank;
+    hdr.tag = tag;
+    hdr.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    hdr.flags = 0;
+    *seq_out = hdr.seq;
+
+    if (size > 0) {
+        OBJ_CONSTRUCT(&conv, opal_convertor_t);
+        opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
+                                                 count, buf, 0, &conv);
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, sizeof(hdr), size,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+        OBJ_DESTRUCT(&conv);
+    } else {
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr), 0,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+    }
+    if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
+        return OMPI_SUCCESS;
+    }
+    return OMPI_ERR_OUT_OF_RESOURCE; /* sequence number taken: caller must use it */
+}
+
+static int mdq_send_with_request(const void *buf, size_t count, ompi_datatype_t *datatype,
+                                 int dst, int tag, mca_pml_base_send_mode_t mode,
+                                 ompi_communicator_t *comm, int seq, ompi_request_t **request)
+{
+    mca_pml_mdq_send_request_t *sendreq;
+    int rc = mdq_isend_prepare(buf, count, datatype, dst, tag, mode, comm, false, &sendreq);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (seq >= 0) {
+        sendreq->seq = (uint16_t) seq;
+        sendreq->seq_set = true;
+    }
+    rc = mca_pml_mdq_send_request_start(sendreq);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
+        sendreq->req_send.req_base.req_pml_complete = true;
+        mdq_send_request_release(sendreq);
+        return rc;
+    }
+    *request = &sendreq->req_send.req_base.req_ompi;
+    return OMPI_SUCCESS;
+}
+
+int mca_pml_mdq_isend(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                      mca_pml_base_send_mode_t mode, ompi_communicator_t *comm,
+                      ompi_request_t **request)
+{
+    int seq = -1;
+
+    if (MCA_PML_BASE_SEND_STANDARD == mode || MCA_PML_BASE_SEND_READY == mode) {
+        uint16_t s;
+        int rc = mdq_send_inline(buf, count, datatype, dst, tag, comm, &s);
+        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+            /* only the cancelled field of a send status is meaningful */
+            *request = &ompi_request_empty;
+            return OMPI_SUCCESS;
+        }
+        if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
+            seq = s;
+        }
+    }
+    return mdq_send_with_request(buf, count, datatype, dst, tag, mode, comm, seq, request);
+}
+
+int mca_pml_mdq_send(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                     mca_pml_base_send_mode_t mode, ompi_communicator_t *comm)
+{
+    ompi_request_t *request = NULL;
+    int seq = -1, rc;
+
+    if (MCA_PML_BASE_SEND_STANDARD == mode || MCA_PML_BASE_SEND_READY == mode) {
+        uint16_t s;
+        rc = mdq_send_inline(buf, count, datatype, dst, tag, comm, &s);
+        if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+            return OMPI_SUCCESS;
+        }
+        if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
+            seq = s;
+        }
+    }
+    rc = mdq_send_with_request(buf, count, datatype, dst, tag, mode, comm, seq, &request);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    ompi_request_wait_completion(request);
+    rc = request->req_status.MPI_ERROR;
+    ompi_request_free(&request);
+    return rc;
+}
