@@ -59,10 +59,13 @@ void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req)
 
 int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
 {
-    ompi_osc_nbe_progress_module(module);
-    while (!req->complete) {
+    /* always poll the network once: a process that only synchronizes with
+     * itself (lock self / get / unlock self in a loop) must still serve the
+     * lock requests and operations of others */
+    do {
         opal_progress();
-    }
+    } while (!req->complete);
+    (void) module;
     int status = req->status;
     nbe_req_free(req);
     return status ? OMPI_ERROR : OMPI_SUCCESS;
@@ -208,8 +211,9 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
 
 int ompi_osc_nbe_sync(struct ompi_win_t *win)
 {
+    (void) win;
     opal_atomic_mb();
-    ompi_osc_nbe_progress_module(ompi_osc_nbe_module(win));
+    opal_progress();   /* a process polling its memory with Win_sync must serve others */
     return OMPI_SUCCESS;
 }
 
