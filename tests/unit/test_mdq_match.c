@@ -579,6 +579,34 @@ START_TEST(test_visit_bound)
 }
 END_TEST
 
+/* ANY_SOURCE UMQ search: 1 + Cubes + c2 slots read + JumpPoints + items */
+START_TEST(test_visits_any_source)
+{
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create(pool, 1u << 20, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    const mdq_match_stats_t *st = mdq_match_queue_stats(q);
+    obj_t o[3];
+    uint64_t v0 = st->visits;
+    ck_assert_ptr_null(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, false));
+    ck_assert_uint_eq(st->visits - v0, 1); /* empty UMQ */
+    mdq_match_append_unexpected(q, &mk(&o[0], 0, 0, 3)->it, NULL);
+    v0 = st->visits;
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, false), &o[0]);
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 1 + 1 + 1);
+    ck_assert(mdq_match_remove(q, &o[0].it));
+    mdq_match_append_unexpected(q, &mk(&o[1], 1, (1 << 20) - 1, 3)->it, NULL);
+    v0 = st->visits;
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, 3, false), &o[1]);
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 32 + 1 + 1); /* slots 0..31 of Cube 31 */
+    mdq_match_append_unexpected(q, &mk(&o[2], 2, 5, -4)->it, NULL);
+    v0 = st->visits;
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, false), &o[1]);
+    ck_assert_uint_eq(st->visits - v0, 1 + (1 + 1 + 1 + 1) + (1 + 32 + 1 + 1));
+    mdq_match_drain(q, NULL, NULL);
+    close_cfg();
+}
+END_TEST
+
 /* ----------------------------------------------------- memory (14, 15) */
 
 START_TEST(test_memory_table45)
@@ -829,6 +857,7 @@ static Suite *suite(void)
     tc = tcase_create("cost_and_memory");
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_visit_bound, 0, 3);
+    tcase_add_test(tc, test_visits_any_source);
     tcase_add_loop_test(tc, test_memory_table45, 0, 3);
     tcase_add_test(tc, test_memory_sparse);
     tcase_add_test(tc, test_pool_reuse);

@@ -21,8 +21,9 @@
  *   1 for the c2 slot index (only if the Cube exists),
  *   1 per JumpPoint dereferenced on the c1 list (incl. the one ending the walk),
  *   1 per queue item compared (JumpPoint lists, ANY_SOURCE list, linear lists).
- * An ANY_SOURCE UMQ search in 4D counts 1 + cubes + ds slots per Cube +
- * JumpPoints + items. Insertions and removals by identity do not count.
+ * An ANY_SOURCE UMQ search in 4D counts 1 + Cubes + the c2 slots read (up to
+ * the slot of a Cube's last JumpPoint, known from its njp) + JumpPoints +
+ * items. Insertions and removals by identity do not count.
  * So a search for the last rank of a full queue with one item per rank costs
  * exactly 1 + ds + 1 + ds + ds; an unfruitful one at most that.
  */
@@ -599,10 +600,15 @@ static mdq_match_item_t *umq_find_any(mdq_match_queue_t *q, int32_t tag, uint64_
     mdq_match_item_t *best = NULL;
     uint64_t v = 1;
     for (mdq_cube_t *c = L->cubes; c; c = c->next) {
-        v += 1 + ds;
-        for (uint32_t s = 0; s < ds; s++) {
+        v++;
+        /* njp tells when the Cube's last JumpPoint has been seen: sparse
+         * Cubes do not cost ds slot reads */
+        uint32_t left = c->njp;
+        for (uint32_t s = 0; left && s < ds; s++) {
+            v++;
             for (mdq_jp_t *j = c->slot[s]; j; j = j->next) {
                 v++;
+                left--;
                 /* the first tag match of a JumpPoint is its oldest */
                 for (mdq_match_item_t *it = j->umq; it; it = it->next) {
                     v++;
