@@ -2,6 +2,7 @@
 #ifndef PT2PT_COMMON_H
 #define PT2PT_COMMON_H
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

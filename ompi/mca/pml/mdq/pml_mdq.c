@@ -2,6 +2,12 @@
  * pml/mdq module: process and communicator management, BTL tag
  * registration, fragment copies, pending-resource retry and progress.
  */
+/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
+ * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
+ * (Open MPI itself is built with -mcx16). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("cx16")
+#endif
 #include "ompi_config.h"
 
 #include <limits.h>

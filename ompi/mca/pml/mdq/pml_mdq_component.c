@@ -1,6 +1,12 @@
 /*
  * pml/mdq component: MCA parameters, MPI_T pvars, open/close/init/fini.
  */
+/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
+ * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
+ * (Open MPI itself is built with -mcx16). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("cx16")
+#endif
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_pvar.h"

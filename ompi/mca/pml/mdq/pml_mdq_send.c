@@ -3,6 +3,12 @@
  * rendezvous (RTS; then the receiver pulls with RGET, or asks for RPUT or
  * pipelined fragments with a CTS), buffered and persistent sends.
  */
+/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
+ * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
+ * (Open MPI itself is built with -mcx16). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#pragma GCC target("cx16")
+#endif
 #include "ompi_config.h"
 
 #include <string.h>
@@ -475,6 +481,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     int rc;
 
     MCA_PML_BASE_SEND_START(&sendreq->req_send);
+    sendreq->req_send.req_base.req_ompi.req_status.MPI_ERROR = OMPI_SUCCESS;
     sendreq->released = 0;
     sendreq->ep = mca_bml_base_get_endpoint(sendreq->req_send.req_base.req_proc);
     if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {

@@ -1,0 +1,109 @@
+/*
+ * pml/mdq MPI_T performance variables: queue lengths follow posted and
+ * unexpected messages, match attempts grow, and the protocol counters count
+ * eager and rendezvous (RGET/RPUT/pipeline) messages.
+ */
+#include "pt2pt_common.h"
+
+static MPI_T_pvar_session session;
+
+static int find_pvar(const char *name, MPI_T_pvar_handle *h)
+{
+    int num, idx = -1;
+    MPI_T_pvar_get_num(&num);
+    for (int i = 0; i < num; i++) {
+        char n[256], desc[1024];
+        int nl = sizeof(n), dl = sizeof(desc), verb, cls, bind, ro, cont, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_pvar_get_info(i, n, &nl, &verb, &cls, &dt, &en, desc, &dl, &bind, &ro, &cont, &atomic);
+        if (0 == strcmp(n, name)) { idx = i; break; }
+    }
+    if (idx < 0) { CHECK(0, "pvar %s not found", name); return -1; }
+    {
+        int count;
+        MPI_T_pvar_handle_alloc(session, idx, NULL, h, &count);
+    }
+    return 0;
+}
+
+static unsigned long long rd(MPI_T_pvar_handle h)
+{
+    unsigned long long v = 0;
+    MPI_T_pvar_read(session, h, &v);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe;
+    unsigned long long e0, a0, rndv0, rndv1;
+    test_init(&argc, &argv);
+    if (nprocs < 2) { fprintf(stderr, "needs 2 ranks\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    if (find_pvar("pml_mdq_posted_recvq_length", &posted) || find_pvar("pml_mdq_unexpected_msgq_length", &unexp)
+        || find_pvar("pml_mdq_match_attempts", &attempts) || find_pvar("pml_mdq_eager_messages", &eager)
+        || find_pvar("pml_mdq_rget_messages", &rget) || find_pvar("pml_mdq_rput_messages", &rput)
+        || find_pvar("pml_mdq_pipeline_messages", &pipe)) {
+        return test_finish();
+    }
+
+    /* posted queue */
+    if (0 == rank) {
+        MPI_Request rq[3];
+        int x[3];
+        unsigned long long p0 = rd(posted);
+        for (int i = 0; i < 3; i++) MPI_Irecv(&x[i], 1, MPI_INT, 1, 40 + i, MPI_COMM_WORLD, &rq[i]);
+        CHECK(rd(posted) >= p0 + 3, "posted length %llu after 3 receives (before %llu)", rd(posted), p0);
+        for (int i = 0; i < 3; i++) { MPI_Cancel(&rq[i]); MPI_Wait(&rq[i], MPI_STATUS_IGNORE); }
+        CHECK(rd(posted) == p0, "posted length %llu after cancel", rd(posted));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* unexpected queue and eager counter */
+    e0 = rd(eager);
+    a0 = rd(attempts);
+    if (1 == rank) {
+        int x = 5;
+        for (int i = 0; i < 4; i++) MPI_Send(&x, 1, MPI_INT, 0, 50 + i, MPI_COMM_WORLD);
+        CHECK(rd(eager) >= e0 + 4, "eager counter %llu after 4 sends (before %llu)", rd(eager), e0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == rank) {
+        int x, flag = 0;
+        /* the messages may still be in flight: wait until they are queued */
+        for (int i = 0; i < 4; i++) {
+            MPI_Status st;
+            MPI_Probe(1, 50 + i, MPI_COMM_WORLD, &st);
+        }
+        CHECK(rd(unexp) >= 4, "unexpected length %llu with 4 queued", rd(unexp));
+        for (int i = 0; i < 4; i++) MPI_Recv(&x, 1, MPI_INT, 1, 50 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(rd(unexp) == 0, "unexpected length %llu after receiving", rd(unexp));
+        CHECK(rd(attempts) > a0, "match attempts did not grow");
+        MPI_Iprobe(1, 50, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+
+    /* rendezvous counters (summed over the ranks: RGET counts at the
+     * receiver, RPUT and pipeline at the sender) */
+    {
+        unsigned long long mine = rd(rget) + rd(rput) + rd(pipe);
+        size_t n = 1 << 20;
+        char *buf = malloc(n);
+        MPI_Allreduce(&mine, &rndv0, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        if (0 == rank) MPI_Send(buf, (int) n, MPI_CHAR, 1, 60, MPI_COMM_WORLD);
+        if (1 == rank) MPI_Recv(buf, (int) n, MPI_CHAR, 0, 60, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+        mine = rd(rget) + rd(rput) + rd(pipe);
+        MPI_Allreduce(&mine, &rndv1, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        CHECK(rndv1 >= rndv0 + 1, "rendezvous counters %llu -> %llu", rndv0, rndv1);
+        if (0 == rank && getenv("PT2PT_PVARS_VERBOSE"))
+            printf("eager %llu rget %llu rput %llu pipeline %llu attempts %llu\n", rd(eager), rd(rget),
+                   rd(rput), rd(pipe), rd(attempts));
+        free(buf);
+    }
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    return test_finish();
+}
