@@ -679,6 +679,18 @@ void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t fence_tag)
     }
 }
 
+uint64_t nbe_ops_in_from(nbe_engine_t *e, int src)
+{
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, src);
+    return tr ? tr->ops_in : 0;
+}
+
+void nbe_note_remote_ack(nbe_engine_t *e, int target, uint64_t ops)
+{
+    nbe_trait_t *tr = trait(e, target);
+    if (ops > tr->flush_acked) tr->flush_acked = ops;
+}
+
 void nbe_op_local_done(nbe_engine_t *e, int target)
 {
     nbe_trait_t *tr = trait(e, target);
@@ -697,7 +709,9 @@ static int flush_leg_ready(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
         if (trait(e, l->rank)->C_e >= l->id) l->granted = 1;
         else return 0;
     }
-    return !queued_to(ep, l->rank);
+    /* replies of fetching operations carry the target's count: wait for
+     * them before deciding whether a FLUSH_REQ is needed at all */
+    return !queued_to(ep, l->rank) && 0 == trait(e, l->rank)->pending_local;
 }
 
 /* send a FLUSH_REQ if needed; returns the threshold to wait for */

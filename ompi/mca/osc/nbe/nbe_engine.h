@@ -169,6 +169,12 @@ void nbe_on_ctrl(nbe_engine_t *eng, const nbe_ctrl_t *msg);
 /* a counted RMA message from src arrived and was applied */
 void nbe_on_op_arrived(nbe_engine_t *eng, int src, uint64_t fence_tag);
 
+/* counted messages that arrived from src outside fences (target side):
+ * replies carry it so a fetching operation doubles as a flush ack */
+uint64_t nbe_ops_in_from(nbe_engine_t *eng, int src);
+/* target reported that it had received ops messages from us (origin side) */
+void nbe_note_remote_ack(nbe_engine_t *eng, int target, uint64_t ops);
+
 /* run the state machines; returns the number of state changes */
 int nbe_progress(nbe_engine_t *eng);
 

@@ -34,6 +34,7 @@ typedef struct ompi_osc_nbe_component {
     int      btl_tag;
     unsigned buffered_ops_limit;
     unsigned max_frag_size;
+    unsigned rdma_threshold;
     bool     am_registered;
     bool     progress_registered;
     opal_hash_table_t modules;     /* cid -> module */
@@ -100,7 +101,8 @@ enum {
     NBE_AM_ACC,
     NBE_AM_GACC,
     NBE_AM_CAS,
-    NBE_AM_REPLY
+    NBE_AM_REPLY,
+    NBE_AM_FIN       /* counted marker sent after an RDMA put/get completed */
 };
 
 typedef struct nbe_am_hdr {
@@ -111,7 +113,7 @@ typedef struct nbe_am_hdr {
     int32_t  dt_idx;      /* predefined datatype (f index) for ACC/GACC/CAS */
     int32_t  op_idx;      /* MPI op (f index) */
     uint32_t len;         /* payload length for PUT/ACC, data length for GET/GACC/CAS */
-    uint64_t fence_tag;
+    uint64_t fence_tag;   /* fence id of an operation; in a REPLY: target arrival count */
     uint64_t addr;        /* absolute target address */
     uint64_t cookie;      /* origin operation, echoed in replies */
     uint64_t offset;      /* stream offset, echoed in replies */
@@ -170,6 +172,9 @@ int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
                              const void *payload, size_t paylen, bool may_queue);
 size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
+/* contiguous put/get through the BTL's RDMA; false if not possible */
+bool ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
+                           uint64_t remote, size_t len, bool is_put);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);

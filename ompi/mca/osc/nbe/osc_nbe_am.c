@@ -223,6 +223,67 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
 }
 
 /* ---------------------------------------------------------------- */
+/* RDMA: the data moves with btl_put/btl_get; a counted FIN frame on the
+ * same BTL endpoint follows it, so the target's epoch accounting stays
+ * message-count based (the FIN arrives after the data on in-order BTLs,
+ * and CMA writes are complete when the callback runs) */
+
+static mca_bml_base_btl_t *rdma_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(module->comm, peer);
+    mca_bml_base_endpoint_t *ep = mca_bml_base_get_endpoint(proc);
+    uint32_t need = is_put ? MCA_BTL_FLAGS_PUT : MCA_BTL_FLAGS_GET;
+    if (NULL == ep || 0 == mca_bml_base_btl_array_get_size(&ep->btl_rdma)) return NULL;
+    mca_bml_base_btl_t *b = mca_bml_base_btl_array_get_index(&ep->btl_rdma, 0);
+    if (!(b->btl_flags & need) || NULL != b->btl->btl_register_mem) return NULL;
+    if (is_put ? NULL == b->btl->btl_put : NULL == b->btl->btl_get) return NULL;
+    /* the FIN must take the same path as the data */
+    if (mca_bml_base_btl_array_get_size(&ep->btl_eager) &&
+        mca_bml_base_btl_array_get_index(&ep->btl_eager, 0)->btl != b->btl) return NULL;
+    return b;
+}
+
+static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                      void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
+                      void *context, void *cbdata, int status)
+{
+    (void) btl; (void) endpoint; (void) local_address; (void) local_handle; (void) context;
+    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) cbdata;
+    ompi_osc_nbe_module_t *module = op->module;
+    nbe_am_hdr_t hdr;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        opal_output(0, "osc/nbe: RDMA transfer to %d failed (%d)", op->super.target, status);
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = NBE_AM_FIN;
+    hdr.src = module->rank;
+    hdr.cid = module->cid;
+    hdr.fence_tag = op->super.fence_tag;
+    ompi_osc_nbe_send_frame(module, op->super.target, &hdr, NULL, 0, true);
+    op->next_frag = op->nplan;
+    op->reply_left = 0;
+    ompi_osc_nbe_op_local_complete(op);
+}
+
+bool ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
+                           uint64_t remote, size_t len, bool is_put)
+{
+    unsigned thr = mca_osc_nbe_component.rdma_threshold;
+    if (0 == thr || len < thr) return false;
+    mca_bml_base_btl_t *b = rdma_btl(module, op->super.target, is_put);
+    if (NULL == b) return false;
+    int rc;
+    if (is_put) {
+        rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                             MCA_BTL_NO_ORDER, rdma_done, module, op);
+    } else {
+        rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                             MCA_BTL_NO_ORDER, rdma_done, module, op);
+    }
+    return OPAL_SUCCESS == rc || 1 == rc;
+}
+
+/* ---------------------------------------------------------------- */
 /* receive side */
 
 static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,

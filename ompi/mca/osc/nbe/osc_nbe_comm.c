@@ -127,6 +127,8 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
     }
     case NBE_AM_REPLY: {
         ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) (uintptr_t) hdr->cookie;
+        /* the target's arrival count at reply time: a free flush ack */
+        if (hdr->fence_tag) nbe_note_remote_ack(module->engine, hdr->src, hdr->fence_tag);
         memcpy(op->result + hdr->offset, payload, paylen);
         op->reply_left -= paylen;
         if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
@@ -143,6 +145,11 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
     rep.cid = module->cid;
     rep.cookie = hdr->cookie;
     rep.offset = hdr->offset;
+    if (NBE_AM_GET == hdr->type || NBE_AM_GACC == hdr->type || NBE_AM_CAS == hdr->type) {
+        /* count first, so the reply can carry the arrival count (outside fences) */
+        nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
+        if (0 == hdr->fence_tag) rep.fence_tag = nbe_ops_in_from(module->engine, hdr->src);
+    }
 
     switch (hdr->type) {
     case NBE_AM_PUT:
@@ -166,6 +173,8 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
     case NBE_AM_ACC:
         apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
         break;
+    case NBE_AM_FIN:
+        break;
     case NBE_AM_CAS:
         rep.len = hdr->len;
         ompi_osc_nbe_send_frame(module, hdr->src, &rep, addr, hdr->len, true);
@@ -175,7 +184,9 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         opal_output(0, "osc/nbe: unknown frame type %d from %d", hdr->type, hdr->src);
         return;
     }
-    nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
+    if (NBE_AM_PUT == hdr->type || NBE_AM_ACC == hdr->type || NBE_AM_FIN == hdr->type) {
+        nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
+    }
 }
 
 /* ---------------------------------------------------------------- */
@@ -373,6 +384,21 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     }
 
     size_t chunk = ompi_osc_nbe_max_payload(module, op->super.target);
+
+    /* large contiguous transfers: BTL RDMA + one counted FIN */
+    if ((NBE_OP_PUT == op->type || NBE_OP_GET == op->type) &&
+        dt_contig(op->origin_dt, op->origin_count) && dt_contig(op->target_dt, op->target_count)) {
+        bool is_put = NBE_OP_PUT == op->type;
+        size_t len = dt_bytes(op->origin_dt, op->origin_count);
+        char *local = (char *) (is_put ? op->origin_addr : op->result_addr) + op->origin_dt->super.true_lb;
+        uint64_t remote = op->target_addr + (uint64_t) op->target_dt->super.true_lb;
+        op->nplan = 1;          /* the FIN */
+        module->bytes += len;
+        if (ompi_osc_nbe_try_rdma(module, op, local, remote, len, is_put)) return 1;
+        op->nplan = 0;
+        module->bytes -= len;
+    }
+
     switch (op->type) {
     case NBE_OP_PUT:
         rc = stage_put(op);

@@ -9,6 +9,7 @@
 #include "opal/util/show_help.h"
 #include "opal/runtime/opal_progress.h"
 #include "opal/mca/base/mca_base_pvar.h"
+#include "opal/util/info_subscriber.h"
 #include "ompi/group/group.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/bml/base/base.h"
@@ -157,6 +158,13 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.max_frag_size);
 
+    mca_osc_nbe_component.rdma_threshold = 8192;
+    (void) mca_base_component_var_register(c, "rdma_threshold",
+        "Contiguous puts and gets of at least this many bytes use the BTL's RDMA put/get "
+        "(vader CMA, tcp put) instead of active-message fragments (0: never)",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.rdma_threshold);
+
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",
         "BTL active-message tag used by osc/nbe (must be free: 0x60-0x7f is the osc range)",
@@ -172,6 +180,32 @@ static int component_register(void)
     register_pvar("bytes", "RMA payload bytes issued on this window",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_BYTES);
     return OMPI_SUCCESS;
+}
+
+/* window info: the keys MPI defines for windows are kept (and reported by
+ * MPI_Win_get_info) with their standard defaults; unknown keys are dropped */
+static char *info_keep(opal_infosubscriber_t *obj, char *key, char *value)
+{
+    (void) obj;
+    (void) key;
+    return value;
+}
+
+static void subscribe_info(ompi_win_t *win, int flavor)
+{
+    static const struct { const char *key, *dflt; } keys[] = {
+        { "no_locks", "false" },
+        { "accumulate_ordering", "rar,raw,war,waw" },
+        { "accumulate_ops", "same_op_no_op" },
+        { "same_size", "false" },
+        { "same_disp_unit", "false" },
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); ++i) {
+        opal_infosubscribe_subscribe(&win->super, (char *) keys[i].key, (char *) keys[i].dflt, info_keep);
+    }
+    if (MPI_WIN_FLAVOR_SHARED == flavor) {
+        opal_infosubscribe_subscribe(&win->super, "alloc_shared_noncontig", "false", info_keep);
+    }
 }
 
 static int component_progress(void)
@@ -331,6 +365,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
 
     *model = MPI_WIN_UNIFIED;
     win->w_osc_module = &module->super;
+    subscribe_info(win, flavor);
     {
         char name[MPI_MAX_OBJECT_NAME];
         snprintf(name, sizeof(name), "nbe window %u", module->cid);

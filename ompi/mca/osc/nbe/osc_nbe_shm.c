@@ -103,6 +103,6 @@ int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, in
     if (rank < 0 || rank >= module->size) return MPI_ERR_RANK;
     *size = module->peers[rank].size;
     *disp_unit = (int) module->peers[rank].disp_unit;
-    *(void **) baseptr = module->shm_base + module->shm_off[rank];
+    *(void **) baseptr = *size ? module->shm_base + module->shm_off[rank] : NULL;
     return OMPI_SUCCESS;
 }
