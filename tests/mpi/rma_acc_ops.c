@@ -213,6 +213,43 @@ static void derived(int mode)
     MPI_Win_free(&win);
 }
 
+/* pair types inside derived datatypes (padding between elements) */
+static void derived_pairs(int mode)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    struct ldi { long double v; int i; } *mem, src[12];
+    MPI_Datatype vec;
+    MPI_Win win;
+    MPI_Win_allocate(24 * sizeof(*mem), sizeof(*mem), MPI_INFO_NULL, MPI_COMM_WORLD, (void *) &mem, &win);
+    for (int k = 0; k < 24; ++k) {
+        mem[k].v = 5.0L;
+        mem[k].i = 100 + rank;
+    }
+    for (int k = 0; k < 12; ++k) {
+        src[k].v = (long double) k;
+        src[k].i = rank;
+    }
+    MPI_Type_vector(4, 3, 6, MPI_LONG_DOUBLE_INT, &vec);   /* 12 elements, gaps of 3 */
+    MPI_Type_commit(&vec);
+    MPI_Barrier(MPI_COMM_WORLD);
+    open_e(win, mode);
+    MPI_Accumulate(src, 12, MPI_LONG_DOUBLE_INT, right, 0, 1, vec, MPI_MAXLOC, win);
+    close_e(win, mode);
+    for (int b = 0, k = 0; b < 4; ++b) {
+        for (int j = 0; j < 3; ++j, ++k) {
+            struct ldi *e = &mem[6 * b + j];
+            long double ev = k > 5 ? (long double) k : 5.0L;
+            int ei = k > 5 ? left : (k == 5 ? (left < 100 + rank ? left : 100 + rank) : 100 + rank);
+            if (e->v != ev || e->i != ei) FAIL("pair vector maxloc [%d]: %Lg/%d expected %Lg/%d\n", k, e->v, e->i, ev, ei);
+        }
+        for (int j = 3; j < 6; ++j) {
+            if (mem[6 * b + j].v != 5.0L || mem[6 * b + j].i != 100 + rank) FAIL("pair vector gap changed\n");
+        }
+    }
+    MPI_Type_free(&vec);
+    MPI_Win_free(&win);
+}
+
 int main(int argc, char **argv)
 {
     int total = 0;
@@ -224,6 +261,7 @@ int main(int argc, char **argv)
         double_and_loc(mode);
         fop_cas_types(mode);
         derived(mode);
+        derived_pairs(mode);
     }
     MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (0 == rank) {

@@ -215,6 +215,46 @@ static int plan_add(ompi_osc_nbe_op_t *op, size_t *cap, uint64_t addr, uint64_t 
     return OMPI_SUCCESS;
 }
 
+/* element runs of an accumulate target: the raw segments of the target
+ * datatype are cut into whole elements of the element type (pair types such
+ * as MPI_LONG_DOUBLE_INT come out of the convertor as two pieces each) and
+ * consecutive elements merge into runs of the staging layout */
+typedef struct elem_walk {
+    ompi_osc_nbe_op_t *op;
+    size_t *cap, chunk, esize, ext, acc;
+    uint64_t start, run_start, run_n, off;
+    int rc;
+} elem_walk_t;
+
+static void walk_flush(elem_walk_t *w)
+{
+    if (0 == w->run_n || OMPI_SUCCESS != w->rc) return;
+    w->rc = plan_add(w->op, w->cap, w->run_start, w->off, w->run_n * w->ext, w->chunk);
+    w->off += w->run_n * w->ext;
+    w->run_n = 0;
+}
+
+static void walk_piece(elem_walk_t *w, uint64_t addr, size_t len)
+{
+    while (len > 0) {
+        if (0 == w->acc) w->start = addr;
+        size_t take = len < w->esize - w->acc ? len : w->esize - w->acc;
+        w->acc += take;
+        addr += take;
+        len -= take;
+        if (w->acc == w->esize) {
+            w->acc = 0;
+            if (w->run_n && w->start == w->run_start + w->run_n * w->ext) {
+                w->run_n++;
+            } else {
+                walk_flush(w);
+                w->run_start = w->start;
+                w->run_n = 1;
+            }
+        }
+    }
+}
+
 /* fragments covering the target datatype's memory, chunk bytes at most */
 static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
 {
@@ -226,7 +266,7 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
         ompi_datatype_get_extent(op->target_dt, &lb, &ext);
         return plan_add(op, &cap, op->target_addr, 0, (size_t) ext * (size_t) op->target_count, chunk);
     }
-    if (dt_contig(op->target_dt, op->target_count)) {
+    if (!elementwise && dt_contig(op->target_dt, op->target_count)) {
         return plan_add(op, &cap, op->target_addr + (uint64_t) op->target_dt->super.true_lb, 0,
                         dt_bytes(op->target_dt, op->target_count), chunk);
     }
@@ -235,6 +275,13 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
     uint64_t off = 0;
     int rc = OMPI_SUCCESS;
     bool done;
+    elem_walk_t w = { .op = op, .cap = &cap, .chunk = chunk, .rc = OMPI_SUCCESS };
+    if (elementwise) {
+        ptrdiff_t lb, ext;
+        ompi_datatype_type_size(op->elem_dt, &w.esize);
+        ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
+        w.ext = (size_t) ext;
+    }
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
     opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
                                              op->target_count, (void *) (uintptr_t) op->target_addr,
@@ -244,11 +291,20 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
         size_t size;
         done = opal_convertor_raw(&conv, iov, &n, &size);
         for (uint32_t i = 0; i < n && OMPI_SUCCESS == rc; ++i) {
-            rc = plan_add(op, &cap, (uint64_t) (uintptr_t) iov[i].iov_base, off, iov[i].iov_len, chunk);
-            off += iov[i].iov_len;
+            if (elementwise) {
+                walk_piece(&w, (uint64_t) (uintptr_t) iov[i].iov_base, iov[i].iov_len);
+                rc = w.rc;
+            } else {
+                rc = plan_add(op, &cap, (uint64_t) (uintptr_t) iov[i].iov_base, off, iov[i].iov_len, chunk);
+                off += iov[i].iov_len;
+            }
         }
     } while (!done && OMPI_SUCCESS == rc);
     OBJ_DESTRUCT(&conv);
+    if (elementwise && OMPI_SUCCESS == rc) {
+        walk_flush(&w);
+        rc = w.rc;
+    }
     return rc;
 }
 
@@ -300,7 +356,6 @@ static int acc_elem(ompi_osc_nbe_op_t *op)
     if (NULL == op->elem_dt) return OMPI_ERR_NOT_SUPPORTED;
     ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
     ompi_datatype_type_size(op->elem_dt, &sz);
-    if ((size_t) ext != sz) return OMPI_ERR_NOT_SUPPORTED;   /* padded pair inside a derived type */
     op->elem_n = dt_bytes(op->target_dt, op->target_count) / sz;
     return OMPI_SUCCESS;
 }
