@@ -25,7 +25,14 @@
  * the slot of a Cube's last JumpPoint, known from its njp) + JumpPoints +
  * items. Insertions and removals by identity do not count.
  * So a search for the last rank of a full queue with one item per rank costs
- * exactly 1 + ds + 1 + ds + ds; an unfruitful one at most that.
+ * exactly 1 + ds + 1 + ds + ds. In general a specific search costs at most
+ * 1 + ds + 1 + ds + (items of its JumpPoint list), plus the ANY_SOURCE
+ * receives compared on message arrival (Eqs. 4.12, 4.13).
+ *
+ * Tags: MDQ_MATCH_ANY_TAG accepts tags >= 0 only, other tags match exactly
+ * (negative internal tags included). ANY_SOURCE receives against the 4D UMQ:
+ * POLICY_OLDEST takes the globally oldest match (the linked-list result);
+ * POLICY_FIRST the first in (c3, c2, c1) order, the oldest of its sender.
  */
 #include "mdq_match_internal.h"
 
