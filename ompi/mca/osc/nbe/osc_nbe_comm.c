@@ -433,6 +433,7 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     int rc = OMPI_SUCCESS;
 
     if (op->super.target == module->rank) {
+        module->bytes += dt_bytes(op->target_dt, op->target_count);
         apply_local(op);
         ompi_osc_nbe_op_local_complete(op);
         return 0;
