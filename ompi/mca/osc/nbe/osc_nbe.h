@@ -37,6 +37,7 @@ typedef struct ompi_osc_nbe_component {
     unsigned rdma_threshold;
     bool     am_registered;
     bool     progress_registered;
+    bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
     opal_hash_table_t modules;     /* cid -> module */
     opal_list_t      module_list;
     int      nwindows;

@@ -223,7 +223,7 @@ static int component_progress(void)
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void) enable_progress_threads;
-    (void) enable_mpi_threads;
+    mca_osc_nbe_component.thread_multiple = enable_mpi_threads;
     mca_osc_nbe_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_osc_nbe_component.output, mca_osc_nbe_component.verbose);
     OBJ_CONSTRUCT(&mca_osc_nbe_component.modules, opal_hash_table_t);
@@ -257,6 +257,11 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 {
     (void) win; (void) base; (void) size; (void) disp_unit; (void) info;
     if (!bml_available()) return OMPI_ERR_NOT_AVAILABLE;
+    if (mca_osc_nbe_component.thread_multiple) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe: MPI_THREAD_MULTIPLE is not supported yet; declining");
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
     if (MPI_WIN_FLAVOR_SHARED == flavor && ompi_group_have_remote_peers(comm->c_local_group)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
@@ -284,7 +289,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     int ret;
     (void) info;
 
-    if (!bml_available()) return OMPI_ERR_NOT_SUPPORTED;
+    if (!bml_available() || mca_osc_nbe_component.thread_multiple) return OMPI_ERR_NOT_SUPPORTED;
 
     ret = ompi_osc_nbe_am_register();
     if (OMPI_SUCCESS != ret) return ret;
