@@ -35,6 +35,7 @@ typedef struct ompi_osc_nbe_component {
     unsigned buffered_ops_limit;
     unsigned max_frag_size;
     unsigned rdma_threshold;
+    bool     shm_allocate;
     bool     am_registered;
     bool     progress_registered;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
@@ -80,8 +81,10 @@ typedef struct ompi_osc_nbe_module {
     ompi_osc_nbe_region_t *regions;    /* dynamic window: attached regions */
     int                    nregions, cap_regions;
     uint64_t               bytes;      /* RMA payload bytes issued */
-    /* shared flavor: one node-wide mapping, rank r's segment at shm_off[r] */
+    /* shared memory (allocate_shared, or allocate on one node): one node-wide
+     * mapping, rank r's segment at shm_off[r]; RMA goes directly through it */
     char                  *shm_base;
+    volatile int32_t      *shm_acc_lock;   /* serializes accumulates of all processes */
     size_t                 shm_len;
     uint64_t              *shm_off;
     bool                   freeing;
@@ -162,6 +165,13 @@ typedef struct ompi_osc_nbe_op {
 
 /* shared-memory segment of Win_allocate_shared */
 int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base);
+/* local address of a peer's window memory in the shared mapping */
+static inline void *ompi_osc_nbe_shm_ptr(ompi_osc_nbe_module_t *module, int peer, uint64_t addr)
+{
+    return module->shm_base + module->shm_off[peer] + (addr - module->peers[peer].base);
+}
+void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 
 /* component / AM transport */

@@ -13,6 +13,7 @@
 
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
+#include "opal/sys/atomic.h"
 #include "ompi/mca/osc/base/osc_base_obj_convert.h"
 
 void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
@@ -389,10 +390,12 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
     return OMPI_SUCCESS;
 }
 
-/* operations to self: applied in place, no messages */
-static void apply_local(ompi_osc_nbe_op_t *op)
+/* operations to self, or to a peer whose memory is mapped here (shared
+ * memory windows): applied in place, no messages */
+static void apply_local(ompi_osc_nbe_op_t *op, void *target)
 {
-    void *target = (void *) (uintptr_t) op->target_addr;
+    bool lock = NULL != op->module->shm_acc_lock && NBE_OP_PUT != op->type && NBE_OP_GET != op->type;
+    if (lock) ompi_osc_nbe_shm_acc_lock(op->module);
     switch (op->type) {
     case NBE_OP_PUT:
         ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, target,
@@ -423,6 +426,7 @@ static void apply_local(ompi_osc_nbe_op_t *op)
         break;
     }
     }
+    if (lock) ompi_osc_nbe_shm_acc_unlock(op->module);
 }
 
 /* engine callback: the op may go to the network now */
@@ -432,9 +436,14 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) eop;
     int rc = OMPI_SUCCESS;
 
-    if (op->super.target == module->rank) {
+    if (op->super.target == module->rank || NULL != module->shm_base) {
+        void *target = op->super.target == module->rank
+            ? (void *) (uintptr_t) op->target_addr
+            : ompi_osc_nbe_shm_ptr(module, op->super.target, op->target_addr);
         module->bytes += dt_bytes(op->target_dt, op->target_count);
-        apply_local(op);
+        apply_local(op, target);
+        /* the data is in place before any later DONE/UNLOCK leaves */
+        opal_atomic_wmb();
         ompi_osc_nbe_op_local_complete(op);
         return 0;
     }

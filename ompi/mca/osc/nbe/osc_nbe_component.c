@@ -165,6 +165,13 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.rdma_threshold);
 
+    mca_osc_nbe_component.shm_allocate = true;
+    (void) mca_base_component_var_register(c, "shm_allocate",
+        "Back MPI_Win_allocate windows whose processes share one node with a shared-memory "
+        "segment, so RMA is applied directly (load/store) instead of through messages",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_nbe_component.shm_allocate);
+
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",
         "BTL active-message tag used by osc/nbe (must be free: 0x60-0x7f is the osc range)",
@@ -304,7 +311,13 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     module->disp_unit = disp_unit;
     module->win_size = size;
 
-    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
+    /* Win_allocate on a single node: memory from a shared segment, so peers
+     * access it directly like an allocate_shared window */
+    bool use_shm = MPI_WIN_FLAVOR_SHARED == flavor ||
+        (MPI_WIN_FLAVOR_ALLOCATE == flavor && mca_osc_nbe_component.shm_allocate &&
+         !ompi_group_have_remote_peers(comm->c_local_group));
+
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor && !use_shm) {
         /* always a valid, distinct address, even for size 0 */
         module->free_after = malloc(size ? size : 1);
         if (NULL == module->free_after) {
@@ -322,7 +335,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     module->rank = ompi_comm_rank(module->comm);
     module->size = ompi_comm_size(module->comm);
 
-    if (MPI_WIN_FLAVOR_SHARED == flavor) {
+    if (use_shm) {
         ret = ompi_osc_nbe_shm_create(module, size, base);
         if (OMPI_SUCCESS != ret) {
             ompi_comm_free(&module->comm);

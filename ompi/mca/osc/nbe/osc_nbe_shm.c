@@ -10,7 +10,10 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <unistd.h>
+
+#define NBE_SHM_HEADER 64
 
 #include "opal/util/output.h"
 #include "ompi/group/group.h"
@@ -38,13 +41,14 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **b
         free(sizes);
         return rc;
     }
-    uint64_t total = 0;
+    /* a 64-byte header (the accumulate lock), then the segments back to back */
+    uint64_t total = NBE_SHM_HEADER;
     for (int r = 0; r < n; ++r) {
         module->shm_off[r] = total;
-        total += (sizes[r] + 7) & ~(uint64_t) 7;   /* keep every segment 8-byte aligned */
+        total += sizes[r];
     }
     free(sizes);
-    module->shm_len = total ? total : 8;
+    module->shm_len = total;
 
     memset(name, 0, sizeof(name));
     if (0 == module->rank) {
@@ -73,14 +77,34 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **b
                             "osc/nbe: cannot create the shared segment %s", name);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    module->shm_acc_lock = (volatile int32_t *) module->shm_base;
     *base = module->shm_base + module->shm_off[module->rank];
     return OMPI_SUCCESS;
+}
+
+/* a test-and-test-and-set spin lock in the shared header: accumulates
+ * applied directly by different processes stay atomic per element */
+void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
+{
+    volatile int32_t *l = module->shm_acc_lock;
+    for (;;) {
+        if (0 == __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) return;
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            sched_yield();
+        }
+    }
+}
+
+void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
+{
+    __atomic_store_n(module->shm_acc_lock, 0, __ATOMIC_RELEASE);
 }
 
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
 {
     if (module->shm_base) munmap(module->shm_base, module->shm_len);
     module->shm_base = NULL;
+    module->shm_acc_lock = NULL;
     free(module->shm_off);
     module->shm_off = NULL;
 }
