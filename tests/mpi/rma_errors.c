@@ -61,6 +61,15 @@ int main(int argc, char **argv)
     expect(MPI_Get(buf, 1, MPI_INT, right, 8, 1, MPI_INT, win), MPI_ERR_RMA_RANGE, "get just past the end");
     expect(MPI_Accumulate(buf, 9, MPI_INT, right, 0, 9, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE, "acc past the end");
     expect(MPI_Put(buf, 1, MPI_INT, right, 7, 1, MPI_INT, win), MPI_SUCCESS, "put at the last element");
+    /* MPI_PROC_NULL targets are no-ops */
+    expect(MPI_Put(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "put to PROC_NULL");
+    expect(MPI_Get(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "get from PROC_NULL");
+    expect(MPI_Accumulate(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, MPI_SUM, win), MPI_SUCCESS, "acc to PROC_NULL");
+    {
+        MPI_Request r;
+        expect(MPI_Rput(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win, &r), MPI_SUCCESS, "rput to PROC_NULL");
+        expect(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait rput to PROC_NULL");
+    }
     expect(MPI_Win_unlock(right, win), MPI_SUCCESS, "unlock");
 
     /* the window still works */

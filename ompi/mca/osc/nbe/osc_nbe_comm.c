@@ -599,7 +599,8 @@ static ompi_osc_nbe_op_t *new_op(ompi_osc_nbe_module_t *module, int type, int ta
 /* an empty operation still needs an epoch; its request completes at once */
 static int empty_op(ompi_osc_nbe_module_t *module, int target, struct ompi_request_t **request)
 {
-    int rc = nbe_check_access(module->engine, target);
+    /* MPI_PROC_NULL targets are no-ops (the MPI layer lets them through) */
+    int rc = MPI_PROC_NULL == target ? NBE_OK : nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     if (request) {
         ompi_osc_nbe_request_t *req = new_request(module);
@@ -616,6 +617,7 @@ static int do_put(const void *origin_addr, int origin_count, ompi_datatype_t *or
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     uint64_t addr;
+    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
@@ -638,6 +640,7 @@ static int do_get(void *origin_addr, int origin_count, ompi_datatype_t *origin_d
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     uint64_t addr;
+    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
@@ -662,6 +665,7 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     uint64_t addr;
+    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
@@ -780,6 +784,7 @@ int ompi_osc_nbe_compare_and_swap(const void *origin_addr, const void *compare_a
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     uint64_t addr;
     size_t sz = dt_bytes(dt, 1);
+    if (MPI_PROC_NULL == target) return OMPI_SUCCESS;
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = check_range(module, target, target_disp, 1, dt, &addr);
