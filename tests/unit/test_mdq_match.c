@@ -21,6 +21,16 @@ typedef struct obj {
 
 #define OBJ(p) ((obj_t *) ((char *) (p) - offsetof(obj_t, it)))
 
+
+/* The visit and byte formulas below are those of the seed design (the
+ * thesis' objects); the optional structures have their own tests further
+ * down (test_feat_*). */
+static mdq_match_queue_t *qcreate(mdq_match_pool_t *p, uint32_t size, mdq_match_mode_t mode,
+                                  double adj, mdq_match_policy_t pol)
+{
+    return mdq_match_queue_create_ex(p, size, mode, adj, pol, MDQ_MATCH_FEAT_SEED);
+}
+
 static obj_t *mk(obj_t *o, int id, int32_t rank, int32_t tag)
 {
     memset(o, 0, sizeof(*o));
@@ -93,7 +103,7 @@ static void open_cfg(int i, mdq_match_policy_t pol)
 {
     pool = mdq_match_pool_create();
     ck_assert_ptr_nonnull(pool);
-    q = mdq_match_queue_create(pool, cfgs[i].size, cfgs[i].mode, 2.0, pol);
+    q = qcreate(pool, cfgs[i].size, cfgs[i].mode, 2.0, pol);
     ck_assert_ptr_nonnull(q);
     ck_assert(mdq_match_queue_is_4d(q) == cfgs[i].is4d);
     CHECK_INV(q);
@@ -126,7 +136,7 @@ START_TEST(test_ds_intervals)
         ck_assert_msg((1u << b) == t[i].ds, "S=%u: ds=%u expected %u", t[i].s, 1u << b, t[i].ds);
         ck_assert_uint_eq(mdq_match_threshold(t[i].s, 2.0), t[i].thr);
         ck_assert_uint_eq(mdq_match_threshold(t[i].s, 1.0), (t[i].thr) / 2);
-        mdq_match_queue_t *qq = mdq_match_queue_create(p, t[i].s, MDQ_MATCH_MODE_AUTO, 2.0,
+        mdq_match_queue_t *qq = qcreate(p, t[i].s, MDQ_MATCH_MODE_AUTO, 2.0,
                                                        MDQ_MATCH_POLICY_OLDEST);
         ck_assert_ptr_nonnull(qq);
         ck_assert_uint_eq(mdq_match_queue_bits(qq), b);
@@ -140,9 +150,9 @@ START_TEST(test_ds_intervals)
     } sw[] = {{2.0, 25, 26}, {1.0, 12, 13}, {1.5, 19, 20}, {20.0, 499, 500}, {100.0, 4899, 4900}};
     for (size_t i = 0; i < sizeof(sw) / sizeof(sw[0]); i++) {
         ck_assert_uint_eq(mdq_match_threshold(sw[i].at, sw[i].adj), sw[i].at);
-        mdq_match_queue_t *a = mdq_match_queue_create(p, sw[i].below, MDQ_MATCH_MODE_AUTO,
+        mdq_match_queue_t *a = qcreate(p, sw[i].below, MDQ_MATCH_MODE_AUTO,
                                                       sw[i].adj, MDQ_MATCH_POLICY_OLDEST);
-        mdq_match_queue_t *b = mdq_match_queue_create(p, sw[i].at, MDQ_MATCH_MODE_AUTO,
+        mdq_match_queue_t *b = qcreate(p, sw[i].at, MDQ_MATCH_MODE_AUTO,
                                                       sw[i].adj, MDQ_MATCH_POLICY_OLDEST);
         ck_assert(!mdq_match_queue_is_4d(a));
         ck_assert(mdq_match_queue_is_4d(b));
@@ -150,19 +160,19 @@ START_TEST(test_ds_intervals)
         mdq_match_queue_destroy(b);
     }
     /* forced modes */
-    mdq_match_queue_t *f = mdq_match_queue_create(p, 2, MDQ_MATCH_MODE_4D, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    mdq_match_queue_t *f = qcreate(p, 2, MDQ_MATCH_MODE_4D, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert(mdq_match_queue_is_4d(f));
     mdq_match_queue_destroy(f);
-    f = mdq_match_queue_create(p, 1u << 20, MDQ_MATCH_MODE_LINEAR, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    f = qcreate(p, 1u << 20, MDQ_MATCH_MODE_LINEAR, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert(!mdq_match_queue_is_4d(f));
     mdq_match_queue_destroy(f);
     /* bad arguments */
-    ck_assert_ptr_null(mdq_match_queue_create(p, 100, MDQ_MATCH_MODE_AUTO, 0.99, MDQ_MATCH_POLICY_OLDEST));
-    ck_assert_ptr_null(mdq_match_queue_create(p, 100, MDQ_MATCH_MODE_AUTO, NAN, MDQ_MATCH_POLICY_OLDEST));
-    ck_assert_ptr_null(mdq_match_queue_create(p, 0, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST));
-    ck_assert_ptr_null(mdq_match_queue_create(NULL, 10, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST));
-    ck_assert_ptr_null(mdq_match_queue_create(p, 10, (mdq_match_mode_t) 7, 2.0, MDQ_MATCH_POLICY_OLDEST));
-    ck_assert_ptr_null(mdq_match_queue_create(p, 10, MDQ_MATCH_MODE_AUTO, 2.0, (mdq_match_policy_t) 9));
+    ck_assert_ptr_null(qcreate(p, 100, MDQ_MATCH_MODE_AUTO, 0.99, MDQ_MATCH_POLICY_OLDEST));
+    ck_assert_ptr_null(qcreate(p, 100, MDQ_MATCH_MODE_AUTO, NAN, MDQ_MATCH_POLICY_OLDEST));
+    ck_assert_ptr_null(qcreate(p, 0, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST));
+    ck_assert_ptr_null(qcreate(NULL, 10, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST));
+    ck_assert_ptr_null(qcreate(p, 10, (mdq_match_mode_t) 7, 2.0, MDQ_MATCH_POLICY_OLDEST));
+    ck_assert_ptr_null(qcreate(p, 10, MDQ_MATCH_MODE_AUTO, 2.0, (mdq_match_policy_t) 9));
     ck_assert_uint_eq(mdq_match_threshold(100, 0.5), 0);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(p), 0);
     mdq_match_pool_destroy(p);
@@ -331,7 +341,7 @@ START_TEST(test_anysource_policies)
 {
     for (int pol = 0; pol < 2; pol++) {
         pool = mdq_match_pool_create();
-        q = mdq_match_queue_create(pool, 70000, MDQ_MATCH_MODE_AUTO, 2.0, (mdq_match_policy_t) pol);
+        q = qcreate(pool, 70000, MDQ_MATCH_MODE_AUTO, 2.0, (mdq_match_policy_t) pol);
         ck_assert(mdq_match_queue_is_4d(q)); /* ds = 32: Cubes at c3 = 0, 1, 2 */
         obj_t m[7], r[7];
         ck_assert_ptr_null(arrive(q, mk(&m[0], 0, 65541, 3)));
@@ -543,7 +553,7 @@ START_TEST(test_visit_bound)
     uint32_t ds = 1u << mdq_match_bits_for_size(s);
     obj_t *o = calloc(s, sizeof(*o));
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert(mdq_match_queue_is_4d(q));
     const mdq_match_stats_t *st = mdq_match_queue_stats(q);
     for (int side = 0; side < 2; side++) {
@@ -596,7 +606,7 @@ END_TEST
 START_TEST(test_visits_any_source)
 {
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, 1u << 20, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, 1u << 20, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     const mdq_match_stats_t *st = mdq_match_queue_stats(q);
     obj_t o[3];
     uint64_t v0 = st->visits;
@@ -632,7 +642,7 @@ START_TEST(test_memory_table45)
     uint64_t ds = 1u << b;
     obj_t *o = calloc(s, sizeof(*o));
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert_uint_eq(mdq_match_queue_bytes(q), 56);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), mdq_match_queue_bytes(q));
     const uint64_t n_list[4] = {1, 100, 1000, s};
@@ -671,7 +681,7 @@ START_TEST(test_memory_sparse)
     const uint32_t s = 1u << 20;
     obj_t *o = calloc(s, sizeof(*o));
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     for (uint32_t r = 0; r < s; r += 32)
         mdq_match_append_posted(q, &mk(&o[r], (int) r, (int32_t) r, 0)->it, NULL);
     const size_t sparse = 56 + 32 * 272 + 32768 * 48;
@@ -698,7 +708,7 @@ START_TEST(test_pool_reuse)
     const uint32_t s = 1u << 20;
     obj_t *o = calloc(LIVE, sizeof(*o));
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, s, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     uint64_t x = 99;
     for (int i = 0; i < LIVE; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -729,7 +739,7 @@ END_TEST
 START_TEST(test_pool_limit_degrades)
 {
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, 4097, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, 4097, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert(mdq_match_queue_is_4d(q));
     /* room for the queue, one Cube(16) and 3 JumpPoints */
     mdq_match_pool_set_limit(pool, 56 + 144 + 3 * 48);
@@ -749,7 +759,7 @@ START_TEST(test_pool_limit_degrades)
     ck_assert_ptr_eq(arrive(q, mk(&o[6], 6, 0, 1)), &o[0]);
     ck_assert_ptr_eq(post(q, mk(&o[7], 7, 48, 2)), &o[4]);
     mdq_match_pool_set_limit(pool, 56 + 20);
-    mdq_match_queue_t *q2 = mdq_match_queue_create(pool, 10, MDQ_MATCH_MODE_AUTO, 2.0,
+    mdq_match_queue_t *q2 = qcreate(pool, 10, MDQ_MATCH_MODE_AUTO, 2.0,
                                                    MDQ_MATCH_POLICY_OLDEST);
     ck_assert_ptr_null(q2); /* over the cap */
     mdq_match_pool_set_limit(pool, 0);
@@ -764,7 +774,7 @@ START_TEST(test_many_queues_share_pool)
     mdq_match_queue_t *qs[3];
     static const uint32_t sz[3] = {16, 4097, 1u << 20};
     for (int i = 0; i < 3; i++)
-        qs[i] = mdq_match_queue_create(pool, sz[i], MDQ_MATCH_MODE_4D, 2.0, MDQ_MATCH_POLICY_OLDEST);
+        qs[i] = qcreate(pool, sz[i], MDQ_MATCH_MODE_4D, 2.0, MDQ_MATCH_POLICY_OLDEST);
     ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 3 * 56);
     obj_t *o = calloc(3, sizeof(*o));
     for (int i = 0; i < 3; i++)
@@ -775,7 +785,7 @@ START_TEST(test_many_queues_share_pool)
         CHECK_INV(qs[i]);
     }
     /* an item of a linear queue is not removed through another queue */
-    mdq_match_queue_t *lin = mdq_match_queue_create(pool, 8, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    mdq_match_queue_t *lin = qcreate(pool, 8, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     obj_t l;
     mdq_match_append_posted(lin, &mk(&l, 9, 3, 3)->it, NULL);
     ck_assert(!mdq_match_remove(qs[0], &l.it));
@@ -799,7 +809,7 @@ END_TEST
 START_TEST(test_invariant_checker_detects)
 {
     pool = mdq_match_pool_create();
-    q = mdq_match_queue_create(pool, 70000, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
+    q = qcreate(pool, 70000, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST);
     obj_t o[6];
     /* ds = 32: ranks 0 and 1 share JumpPoint (0,0,0); 32 is (0,0,1); 40000 is in Cube 1 */
     mdq_match_append_posted(q, &mk(&o[0], 0, 0, 1)->it, NULL);

@@ -11,7 +11,9 @@
  * ANY_SOURCE search must return the oldest matching message of its sender.
  * Structural invariants are checked after every operation for the first
  * ops of a run and periodically after that; the final drain order must equal
- * the reference lists.
+ * the reference lists. Every optional structure combination
+ * (MDQ_MATCH_FEAT_*, 8 of them) runs the same differential; the invariant
+ * check covers the ALL_UMQ list, the c3 array and the last-hit cache.
  */
 #include "mdq_match.h"
 #include "ref_match.h"
@@ -62,6 +64,7 @@ typedef struct fuzz {
     uint64_t rng;
     mdq_match_pool_t *pool;
     mdq_match_policy_t policy;
+    unsigned features;
     fqueue_t *qs;
     int nq;
     fobj_t *objs;
@@ -95,7 +98,7 @@ static void queue_setup(fuzz_t *f, fqueue_t *fq, uint32_t size, mdq_match_mode_t
 {
     memset(fq, 0, sizeof(*fq));
     fq->size = size;
-    fq->q = mdq_match_queue_create(f->pool, size, mode, 2.0, f->policy);
+    fq->q = mdq_match_queue_create_ex(f->pool, size, mode, 2.0, f->policy, f->features);
     REQUIRE(fq->q != NULL);
     fq->was4d = mdq_match_queue_is_4d(fq->q);
     ref_match_init(&fq->ref);
@@ -343,13 +346,15 @@ typedef struct qspec {
     mdq_match_mode_t mode;
 } qspec_t;
 
-static void fuzz_run(uint64_t seed, mdq_match_policy_t policy, const qspec_t *spec, int nspec,
-                     int n_small, uint64_t nops, uint64_t check_every_until, size_t pool_limit)
+static void fuzz_run(uint64_t seed, mdq_match_policy_t policy, unsigned features,
+                     const qspec_t *spec, int nspec, int n_small, uint64_t nops,
+                     uint64_t check_every_until, size_t pool_limit)
 {
     fuzz_t f;
     memset(&f, 0, sizeof(f));
     f.rng = seed * 0x9E3779B97F4A7C15ull + 1;
     f.policy = policy;
+    f.features = features;
     f.pool = mdq_match_pool_create();
     f.nq = nspec + n_small;
     f.qs = calloc((size_t) f.nq, sizeof(fqueue_t));
@@ -379,9 +384,9 @@ static void fuzz_run(uint64_t seed, mdq_match_policy_t policy, const qspec_t *sp
     else
         ck_assert_int_eq(degraded, 0);
     fprintf(stderr,
-            "seed %llu: %llu ops, %llu matches (%llu ANY_SOURCE receives), longest queue %u, %d "
+            "seed %llu features %#x: %llu ops, %llu matches (%llu ANY_SOURCE receives), longest queue %u, %d "
             "queues (%d 4D, %d turned linear)\n",
-            (unsigned long long) seed, (unsigned long long) f.ops, (unsigned long long) f.matches,
+            (unsigned long long) seed, features, (unsigned long long) f.ops, (unsigned long long) f.matches,
             (unsigned long long) f.any_matches, f.max_len, f.nq, n4d, degraded);
     fuzz_finish(&f);
 }
@@ -392,10 +397,12 @@ static const qspec_t big_mix[] = {
     {1u << 20, MDQ_MATCH_MODE_AUTO}, {4096, MDQ_MATCH_MODE_LINEAR},
 };
 
-/* 8 seeds x 300000 ops under POLICY_OLDEST: the exact differential */
+/* 8 seeds x 300000 ops under POLICY_OLDEST: the exact differential; seed i
+ * runs feature combination i, so all 8 combinations are covered */
 START_TEST(test_fuzz_oldest)
 {
-    fuzz_run(1000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, big_mix, 8, 4, 300000, 20000, 0);
+    fuzz_run(1000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, (unsigned) _i & MDQ_MATCH_FEAT_MASK,
+             big_mix, 8, 4, 300000, 20000, 0);
 }
 END_TEST
 
@@ -404,22 +411,29 @@ START_TEST(test_fuzz_oldest_deep)
 {
     static const qspec_t s[] = {{4097, MDQ_MATCH_MODE_AUTO}, {1u << 20, MDQ_MATCH_MODE_AUTO},
                                 {20, MDQ_MATCH_MODE_4D}};
-    fuzz_run(2000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, s, 3, 0, 200000, 200000, 0);
+    static const unsigned feat[] = {MDQ_MATCH_FEAT_SEED, MDQ_MATCH_FEAT_DEFAULT,
+                                    MDQ_MATCH_FEAT_ALL_UMQ, MDQ_MATCH_FEAT_MASK};
+    fuzz_run(2000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, feat[_i], s, 3, 0, 200000, 200000, 0);
 }
 END_TEST
 
 /* POLICY_FIRST: each ANY_SOURCE result is the oldest match of its sender */
 START_TEST(test_fuzz_first)
 {
-    fuzz_run(3000 + (uint64_t) _i, MDQ_MATCH_POLICY_FIRST, big_mix, 8, 2, 150000, 10000, 0);
+    static const unsigned feat[] = {MDQ_MATCH_FEAT_SEED, MDQ_MATCH_FEAT_DEFAULT,
+                                    MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY,
+                                    MDQ_MATCH_FEAT_ALL_UMQ};
+    fuzz_run(3000 + (uint64_t) _i, MDQ_MATCH_POLICY_FIRST, feat[_i], big_mix, 8, 2, 150000, 10000,
+             0);
 }
 END_TEST
 
 /* a capped pool: queues fall back to linear mode mid-run, results unchanged */
 START_TEST(test_fuzz_pool_cap)
 {
-    fuzz_run(4000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, big_mix, 8, 2, 100000, 100000,
-             (size_t) 3000 + 4000 * (size_t) _i);
+    fuzz_run(4000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST,
+             _i & 1 ? MDQ_MATCH_FEAT_MASK : MDQ_MATCH_FEAT_SEED, big_mix, 8, 2, 100000, 100000,
+             (size_t) 3000 + 4000 * (size_t) (_i / 2));
 }
 END_TEST
 
@@ -429,9 +443,9 @@ static Suite *suite(void)
     TCase *tc = tcase_create("differential");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_fuzz_oldest, 0, 8);
-    tcase_add_loop_test(tc, test_fuzz_oldest_deep, 0, 2);
-    tcase_add_loop_test(tc, test_fuzz_first, 0, 2);
-    tcase_add_loop_test(tc, test_fuzz_pool_cap, 0, 2);
+    tcase_add_loop_test(tc, test_fuzz_oldest_deep, 0, 4);
+    tcase_add_loop_test(tc, test_fuzz_first, 0, 4);
+    tcase_add_loop_test(tc, test_fuzz_pool_cap, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -29,6 +29,13 @@
  * 1 + ds + 1 + ds + (items of its JumpPoint list), plus the ANY_SOURCE
  * receives compared on message arrival (Eqs. 4.12, 4.13).
  *
+ * Optional structures (mdq_match_queue_create_ex features, mdq_match.h):
+ * ALL_UMQ threads every 4D unexpected message on one arrival-order list, so
+ * an ANY_SOURCE search counts 1 + the items compared; LAST_HIT caches the
+ * JumpPoint of the last hit (a search for one of its ranks counts 2: queue
+ * head + JumpPoint); C3_ARRAY replaces the Cube walk by one array read
+ * (counted 1, whether or not the Cube exists).
+ *
  * Tags: MDQ_MATCH_ANY_TAG accepts tags >= 0 only, other tags match exactly
  * (negative internal tags included). ANY_SOURCE receives against the 4D UMQ:
  * POLICY_OLDEST takes the globally oldest match (the linked-list result);
@@ -109,6 +116,36 @@ static inline void ilist_unlink(mdq_match_item_t **h, mdq_match_item_t *it)
 }
 
 /* ANY_TAG matches only tags >= 0; any other receive tag matches exactly. */
+/* ALL_UMQ list: same shape as ilist (head->all_prev is the tail) */
+static inline void all_append(mdq_match_item_t **h, mdq_match_item_t *it)
+{
+    mdq_match_item_t *head = *h;
+    it->all_next = NULL;
+    if (!head) {
+        it->all_prev = it;
+        *h = it;
+    } else {
+        mdq_match_item_t *tail = head->all_prev;
+        tail->all_next = it;
+        it->all_prev = tail;
+        head->all_prev = it;
+    }
+}
+
+static inline void all_unlink(mdq_match_item_t **h, mdq_match_item_t *it)
+{
+    mdq_match_item_t *p = it->all_prev, *n = it->all_next;
+    if (it == *h)
+        *h = n;
+    else
+        p->all_next = n;
+    if (n)
+        n->all_prev = p;
+    else if (*h)
+        (*h)->all_prev = p;
+    it->all_next = it->all_prev = NULL;
+}
+
 static inline bool tag_ok(int32_t want, int32_t have)
 {
     return want == MDQ_MATCH_ANY_TAG ? have >= 0 : want == have;
@@ -136,8 +173,9 @@ typedef struct descent {
 } descent_t;
 
 /* Walk to the JumpPoint of rank; returns the visits (queue head included). */
-static inline uint64_t descend(const mdq_cil_t *L, uint32_t rank, descent_t *d)
+static inline uint64_t descend(mdq_match_queue_t *q, uint32_t rank, descent_t *d)
 {
+    const mdq_cil_t *L = &q->cil;
     const unsigned b = L->bits;
     const uint32_t m = (1u << b) - 1u;
     const uint32_t c3 = (uint32_t) ((uint64_t) rank >> (3 * b));
@@ -149,13 +187,27 @@ static inline uint64_t descend(const mdq_cil_t *L, uint32_t rank, descent_t *d)
     d->prev_jp = NULL;
     d->jp = NULL;
 
-    mdq_cube_t *pc = NULL, *c = L->cubes;
-    while (c && c->c3 < c3) {
-        v++;
-        pc = c;
-        c = c->next;
+    if (q->last_jp && q->last_key == rank >> b) { /* LAST_HIT */
+        mdq_jp_t *j = q->last_jp;
+        d->prev_cube = NULL; /* only a hint for cube_unlink */
+        d->cube = j->cube;
+        d->prev_jp = j->prev;
+        d->jp = j;
+        return 2;
     }
-    v += c != NULL;
+    mdq_cube_t *pc = NULL, *c;
+    if (q->c3tab) {
+        v++; /* the c3 array entry */
+        c = c3 < q->nc3 ? q->c3tab[c3] : NULL;
+    } else {
+        c = L->cubes;
+        while (c && c->c3 < c3) {
+            v++;
+            pc = c;
+            c = c->next;
+        }
+        v += c != NULL;
+    }
     d->prev_cube = pc;
     if (!c || c->c3 != c3) {
         d->cube = NULL;
@@ -171,8 +223,13 @@ static inline uint64_t descend(const mdq_cil_t *L, uint32_t rank, descent_t *d)
     }
     v += j != NULL;
     d->prev_jp = pj;
-    if (j && j->c1 == c1)
+    if (j && j->c1 == c1) {
         d->jp = j;
+        if (q->features & MDQ_MATCH_FEAT_LAST_HIT) {
+            q->last_jp = j;
+            q->last_key = rank >> b;
+        }
+    }
     return v;
 }
 
@@ -201,7 +258,9 @@ static inline void cursor_clear(mdq_match_cursor_t *cur)
 static void cube_unlink(mdq_match_queue_t *q, mdq_cube_t *cube, mdq_cube_t *prev_hint)
 {
     mdq_cube_t **link;
-    if (prev_hint && prev_hint->next == cube)
+    if (q->c3tab)
+        link = &q->c3tab[cube->c3];
+    else if (prev_hint && prev_hint->next == cube)
         link = &prev_hint->next;
     else if (q->cil.cubes == cube)
         link = &q->cil.cubes;
@@ -211,7 +270,7 @@ static void cube_unlink(mdq_match_queue_t *q, mdq_cube_t *cube, mdq_cube_t *prev
         while (*link != cube)
             link = &(*link)->next;
     }
-    *link = cube->next;
+    *link = q->c3tab ? NULL : cube->next;
     mdq_pool_put(q->cil.pool, q->cil.bits, cube);
     q->n_cubes--;
 }
@@ -226,6 +285,8 @@ static void jp_release(mdq_match_queue_t *q, mdq_jp_t *jp, mdq_cube_t *prev_cube
         cube->slot[jp->c2] = jp->next;
     if (jp->next)
         jp->next->prev = jp->prev;
+    if (q->last_jp == jp)
+        q->last_jp = NULL;
     mdq_pool_put(q->cil.pool, 0, jp);
     q->n_jps--;
     if (--cube->njp == 0)
@@ -242,13 +303,18 @@ static mdq_jp_t *jp_ensure(mdq_match_queue_t *q, descent_t *d)
     mdq_cube_t *cube = d->cube;
     bool new_cube = false;
     if (!cube) {
+        if (q->c3tab && d->c3 >= q->nc3)
+            return NULL; /* rank outside the communicator: keep it, linearly */
         cube = mdq_pool_get(L->pool, L->bits);
         if (UNLIKELY(!cube))
             return NULL;
         cube->c3 = d->c3;
         cube->njp = 0;
         memset(cube->slot, 0, sizeof(mdq_jp_t *) << L->bits);
-        if (d->prev_cube) {
+        if (q->c3tab) {
+            cube->next = NULL;
+            q->c3tab[d->c3] = cube;
+        } else if (d->prev_cube) {
             cube->next = d->prev_cube->next;
             d->prev_cube->next = cube;
         } else {
@@ -285,6 +351,18 @@ static mdq_jp_t *jp_ensure(mdq_match_queue_t *q, descent_t *d)
     q->n_jps++;
     d->jp = jp;
     return jp;
+}
+
+/* Unlink a 4D unexpected item from its JumpPoint (and the ALL_UMQ list);
+ * free the JumpPoint if it became empty. */
+static inline void umq_unlink_4d(mdq_match_queue_t *q, mdq_jp_t *jp, mdq_match_item_t *it,
+                                 mdq_cube_t *prev_cube_hint)
+{
+    ilist_unlink(&jp->umq, it);
+    if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
+        all_unlink(&q->all_umq, it);
+    if (!jp->prq && !jp->umq)
+        jp_release(q, jp, prev_cube_hint);
 }
 
 /* ------------------------------------------------------ sorting / drain */
@@ -345,8 +423,8 @@ static void detach_all(mdq_match_queue_t *q, mdq_match_item_t **posted, mdq_matc
         pt = &(*pt)->next;
     while (*ut)
         ut = &(*ut)->next;
-    for (mdq_cube_t *c = L->cubes, *cn; c; c = cn) {
-        cn = c->next;
+    for (mdq_cube_t *c = mdq_cube_first(q), *cn; c; c = cn) {
+        cn = mdq_cube_next(q, c);
         for (uint32_t s = 0; s < (1u << L->bits); s++) {
             for (mdq_jp_t *j = c->slot[s], *jn; j; j = jn) {
                 jn = j->next;
@@ -364,6 +442,10 @@ static void detach_all(mdq_match_queue_t *q, mdq_match_item_t **posted, mdq_matc
     L->cubes = NULL;
     L->posted = NULL;
     L->unexpected = NULL;
+    if (q->c3tab)
+        memset(q->c3tab, 0, sizeof(*q->c3tab) * q->nc3);
+    q->all_umq = NULL;
+    q->last_jp = NULL;
     q->n_cubes = q->n_jps = 0;
     q->stats.prq_length = q->stats.umq_length = 0;
     *posted = chain_sort(ph);
@@ -399,24 +481,57 @@ static void degrade_to_linear(mdq_match_queue_t *q)
 
 /* ---------------------------------------------------------------- queues */
 
+/* fixed bytes of a queue with these features (see mdq_match.h) */
+static size_t queue_bytes_for(unsigned features, uint32_t nc3)
+{
+    size_t b = sizeof(mdq_cil_t);
+    if (features & MDQ_MATCH_FEAT_ALL_UMQ)
+        b += sizeof(mdq_match_item_t *);
+    if (features & MDQ_MATCH_FEAT_LAST_HIT)
+        b += sizeof(mdq_jp_t *) + 2 * sizeof(uint32_t);
+    if (features & MDQ_MATCH_FEAT_C3_ARRAY)
+        b += sizeof(mdq_cube_t **) + sizeof(mdq_cube_t *) * (size_t) nc3;
+    return b;
+}
+
 mdq_match_queue_t *mdq_match_queue_create(mdq_match_pool_t *pool, uint32_t comm_size,
                                           mdq_match_mode_t mode, double adjustment,
                                           mdq_match_policy_t policy)
 {
+    return mdq_match_queue_create_ex(pool, comm_size, mode, adjustment, policy,
+                                     MDQ_MATCH_FEAT_DEFAULT);
+}
+
+mdq_match_queue_t *mdq_match_queue_create_ex(mdq_match_pool_t *pool, uint32_t comm_size,
+                                             mdq_match_mode_t mode, double adjustment,
+                                             mdq_match_policy_t policy, unsigned features)
+{
     if (!pool || comm_size == 0 || !(adjustment >= 1.0) || (unsigned) mode > MDQ_MATCH_MODE_4D
-        || (unsigned) policy > MDQ_MATCH_POLICY_FIRST)
+        || (unsigned) policy > MDQ_MATCH_POLICY_FIRST || (features & ~MDQ_MATCH_FEAT_MASK))
         return NULL;
-    if (!mdq_pool_charge(pool, sizeof(mdq_cil_t)))
+    const unsigned bits = mdq_match_bits_for_size(comm_size);
+    const uint32_t nc3 = ((comm_size - 1u) >> (3 * bits)) + 1u;
+    const size_t bytes = queue_bytes_for(features, nc3);
+    if (!mdq_pool_charge(pool, bytes))
         return NULL;
     mdq_match_queue_t *q = calloc(1, sizeof(*q));
+    if (q && (features & MDQ_MATCH_FEAT_C3_ARRAY)) {
+        q->c3tab = calloc(nc3, sizeof(*q->c3tab));
+        if (!q->c3tab) {
+            free(q);
+            q = NULL;
+        }
+    }
     if (!q) {
-        mdq_pool_uncharge(pool, sizeof(mdq_cil_t));
+        mdq_pool_uncharge(pool, bytes);
         return NULL;
     }
+    q->features = features;
+    q->nc3 = nc3;
     mdq_cil_t *L = &q->cil;
     L->pool = pool;
     L->size = comm_size;
-    L->bits = (uint8_t) mdq_match_bits_for_size(comm_size);
+    L->bits = (uint8_t) bits;
     L->policy = (uint8_t) policy;
     L->mode = (uint8_t) mode;
     /* start each queue's cursor stamps elsewhere, so that a cursor handed to
@@ -436,8 +551,8 @@ void mdq_match_queue_destroy(mdq_match_queue_t *q)
         return;
     /* items are not touched: the caller may already have freed them */
     mdq_cil_t *L = &q->cil;
-    for (mdq_cube_t *c = L->cubes, *cn; c; c = cn) {
-        cn = c->next;
+    for (mdq_cube_t *c = mdq_cube_first(q), *cn; c; c = cn) {
+        cn = mdq_cube_next(q, c);
         for (uint32_t s = 0; s < (1u << L->bits); s++) {
             for (mdq_jp_t *j = c->slot[s], *jn; j; j = jn) {
                 jn = j->next;
@@ -446,7 +561,8 @@ void mdq_match_queue_destroy(mdq_match_queue_t *q)
         }
         mdq_pool_put(L->pool, L->bits, c);
     }
-    mdq_pool_uncharge(L->pool, sizeof(mdq_cil_t));
+    mdq_pool_uncharge(L->pool, queue_bytes_for(q->features, q->nc3));
+    free(q->c3tab);
     free(q);
 }
 
@@ -472,8 +588,20 @@ const mdq_match_stats_t *mdq_match_queue_stats(const mdq_match_queue_t *q)
  * paper's model does not count, as its instrumented build did not either. */
 size_t mdq_match_queue_bytes(const mdq_match_queue_t *q)
 {
-    (void) q;
-    return sizeof(mdq_cil_t);
+    return queue_bytes_for(q->features, q->nc3);
+}
+
+size_t mdq_match_item_bytes(const mdq_match_queue_t *q)
+{
+    size_t b = offsetof(mdq_match_item_t, all_next);
+    if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
+        b += 2 * sizeof(mdq_match_item_t *);
+    return b;
+}
+
+unsigned mdq_match_queue_features(const mdq_match_queue_t *q)
+{
+    return q->features;
 }
 
 void mdq_match_queue_tallies(const mdq_match_queue_t *q, uint64_t *n_cubes, uint64_t *n_jps)
@@ -511,7 +639,7 @@ mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int3
 
     descent_t d;
     mdq_match_item_t *best = NULL;
-    v = descend(L, (uint32_t) rank, &d);
+    v = descend(q, (uint32_t) rank, &d);
     if (d.jp) {
         for (it = d.jp->prq; it; it = it->next) {
             v++;
@@ -567,7 +695,7 @@ static inline mdq_jp_t *jp_for_insert(mdq_match_queue_t *q, int32_t rank, mdq_ma
         d.c2 = cur->coord[1];
         d.c1 = cur->coord[2];
     } else {
-        descend(&q->cil, (uint32_t) rank, &d);
+        descend(q, (uint32_t) rank, &d);
     }
     return jp_ensure(q, &d);
 }
@@ -582,6 +710,8 @@ void mdq_match_append_unexpected(mdq_match_queue_t *q, mdq_match_item_t *item,
         mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
         if (LIKELY(jp != NULL)) {
             ilist_append(&jp->umq, item);
+            if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
+                all_append(&q->all_umq, item);
             item->home = MDQ_HOME(jp, MDQ_HOME_JP_UMQ);
             bump_gen(L);
             cursor_clear(cur);
@@ -606,7 +736,19 @@ static mdq_match_item_t *umq_find_any(mdq_match_queue_t *q, int32_t tag, uint64_
     const bool first = L->policy == MDQ_MATCH_POLICY_FIRST;
     mdq_match_item_t *best = NULL;
     uint64_t v = 1;
-    for (mdq_cube_t *c = L->cubes; c; c = c->next) {
+    if (q->features & MDQ_MATCH_FEAT_ALL_UMQ) {
+        /* arrival order: the first compatible message is the oldest */
+        for (mdq_match_item_t *it = q->all_umq; it; it = it->all_next) {
+            v++;
+            if (tag_ok(tag, it->tag)) {
+                best = it;
+                break;
+            }
+        }
+        *visits += v;
+        return best;
+    }
+    for (mdq_cube_t *c = mdq_cube_first(q); c; c = mdq_cube_next(q, c)) {
         v++;
         /* njp tells when the Cube's last JumpPoint has been seen: sparse
          * Cubes do not cost ds slot reads */
@@ -667,27 +809,20 @@ mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, 
             cursor_clear(cur); /* linear / ANY_SOURCE appends need no cursor */
             return NULL;
         }
-        if (remove) {
-            mdq_jp_t *jp = MDQ_HOME_BASE(it->home);
-            ilist_unlink(&jp->umq, it);
-            if (!jp->prq && !jp->umq)
-                jp_release(q, jp, NULL);
-        }
+        if (remove)
+            umq_unlink_4d(q, MDQ_HOME_BASE(it->home), it, NULL);
         goto found;
     }
 
     descent_t d;
-    v = descend(L, (uint32_t) rank, &d);
+    v = descend(q, (uint32_t) rank, &d);
     if (d.jp) {
         for (it = d.jp->umq; it; it = it->next) {
             v++;
             if (it->rank == rank && tag_ok(tag, it->tag)) {
                 q->stats.visits += v;
-                if (remove) {
-                    ilist_unlink(&d.jp->umq, it);
-                    if (!d.jp->prq && !d.jp->umq)
-                        jp_release(q, d.jp, d.prev_cube);
-                }
+                if (remove)
+                    umq_unlink_4d(q, d.jp, it, d.prev_cube);
                 goto found;
             }
         }
@@ -746,9 +881,13 @@ bool mdq_match_remove(mdq_match_queue_t *q, mdq_match_item_t *item)
         ilist_unlink(kind & 1 ? &q->cil.unexpected : &q->cil.posted, item);
     } else {
         mdq_jp_t *jp = base;
-        ilist_unlink(kind & 1 ? &jp->umq : &jp->prq, item);
-        if (!jp->prq && !jp->umq)
-            jp_release(q, jp, NULL);
+        if (kind & 1) {
+            umq_unlink_4d(q, jp, item, NULL);
+        } else {
+            ilist_unlink(&jp->prq, item);
+            if (!jp->prq && !jp->umq)
+                jp_release(q, jp, NULL);
+        }
     }
     if (kind & 1)
         q->stats.umq_length--;

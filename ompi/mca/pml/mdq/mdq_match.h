@@ -50,6 +50,10 @@ typedef struct mdq_match_item {
     uint64_t seq; /* engine-assigned per-queue sequence number */
     int32_t rank; /* source rank (posted: may be MDQ_MATCH_ANY_SOURCE) */
     int32_t tag;  /* tag (posted: may be MDQ_MATCH_ANY_TAG) */
+    /* MDQ_MATCH_FEAT_ALL_UMQ: links of the queue's arrival-order list of all
+     * unexpected messages (engine-private; unused by other designs) */
+    struct mdq_match_item *all_next;
+    struct mdq_match_item *all_prev;
 } mdq_match_item_t;
 
 /* Cube/JumpPoint pools with byte accounting, shared by the queues of a process. */
@@ -73,6 +77,34 @@ typedef struct mdq_match_cursor {
 } mdq_match_cursor_t;
 
 typedef struct mdq_match_queue mdq_match_queue_t;
+
+/* Optional structures of a 4D queue (mdq_match_queue_create_ex features).
+ * None changes a matching result under POLICY_OLDEST; each costs memory that
+ * mdq_match_queue_bytes / mdq_match_item_bytes report (bytes on LP64):
+ *   ALL_UMQ   every unexpected message is also on one arrival-order list;
+ *             an ANY_SOURCE receive takes its first compatible entry, the
+ *             oldest (OLDEST at first-match cost, under either policy).
+ *             +8 B per queue (head; the tail is head->all_prev),
+ *             +16 B per queued item (all_next, all_prev).
+ *   LAST_HIT  the JumpPoint found by the previous search is cached with its
+ *             key rank >> bits; a search for a rank of the same JumpPoint
+ *             skips the descent (2 visits: queue head + JumpPoint).
+ *             +16 B per queue.
+ *   C3_ARRAY  Cubes are found through an array of ceil(S / ds^3) <= ds
+ *             pointers instead of the ordered c3 list (1 visit, not up to ds).
+ *             +8 B per queue (array pointer) + 8*ceil(S/ds^3) B.
+ * In linear mode (small communicators) the features have no effect on
+ * searching; the per-queue bytes are still reported (the fields exist). */
+#define MDQ_MATCH_FEAT_ALL_UMQ 0x1u
+#define MDQ_MATCH_FEAT_LAST_HIT 0x2u
+#define MDQ_MATCH_FEAT_C3_ARRAY 0x4u
+#define MDQ_MATCH_FEAT_MASK 0x7u
+/* the published design of the thesis (object sizes of its Table 4.4) */
+#define MDQ_MATCH_FEAT_SEED 0u
+/* what mdq_match_queue_create uses (chosen from docs/bench-match.md) */
+#define MDQ_MATCH_FEAT_DEFAULT (MDQ_MATCH_FEAT_ALL_UMQ | MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY)
+/* recommended small-communicator cutoff adjustment (bench crossover S ~ 36-40) */
+#define MDQ_MATCH_ADJUSTMENT_DEFAULT 3.0
 
 /* ---- sizing (pure functions, exposed for tests and the pml) ---- */
 /* ds = max(4, 2^ceil(log2(size)/4)); returns log2(ds) */
@@ -101,14 +133,24 @@ size_t mdq_match_pool_bytes_reserved(const mdq_match_pool_t *pool);
 mdq_match_queue_t *mdq_match_queue_create(mdq_match_pool_t *pool, uint32_t comm_size,
                                           mdq_match_mode_t mode, double adjustment,
                                           mdq_match_policy_t policy);
+/* Same with explicit optional structures (MDQ_MATCH_FEAT_*); unknown bits
+ * return NULL. mdq_match_queue_create == _ex(..., MDQ_MATCH_FEAT_DEFAULT). */
+mdq_match_queue_t *mdq_match_queue_create_ex(mdq_match_pool_t *pool, uint32_t comm_size,
+                                             mdq_match_mode_t mode, double adjustment,
+                                             mdq_match_policy_t policy, unsigned features);
+unsigned mdq_match_queue_features(const mdq_match_queue_t *q);
 /* Items still queued are simply forgotten (the caller owns them); use
  * mdq_match_drain first to get them back. */
 void mdq_match_queue_destroy(mdq_match_queue_t *q);
 bool mdq_match_queue_is_4d(const mdq_match_queue_t *q);
 unsigned mdq_match_queue_bits(const mdq_match_queue_t *q);
 const mdq_match_stats_t *mdq_match_queue_stats(const mdq_match_queue_t *q);
-/* fixed bytes of this queue (the ContextIdLead) */
+/* fixed bytes of this queue: the 56 B ContextIdLead plus its features' fields */
 size_t mdq_match_queue_bytes(const mdq_match_queue_t *q);
+/* model bytes of one queued item under this queue's features: 40 (seed:
+ * links, home, seq, rank, tag) or 56 with ALL_UMQ. sizeof(mdq_match_item_t)
+ * is always 56 (the struct carries the ALL_UMQ links in every design). */
+size_t mdq_match_item_bytes(const mdq_match_queue_t *q);
 /* Added: live Cubes and JumpPoints of this queue (n_c3, n_JP of Eq. 4.20). */
 void mdq_match_queue_tallies(const mdq_match_queue_t *q, uint64_t *n_cubes, uint64_t *n_jps);
 

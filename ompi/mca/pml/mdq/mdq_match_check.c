@@ -20,6 +20,13 @@
  *   -13 Cube / JumpPoint tallies differ from the objects counted
  *   -14 a list holds items it must not (4D: ranked item on the ANY_SOURCE
  *       list or a linear UMQ; linear: Cubes present; UMQ item with rank < 0)
+ *   -15 ALL_UMQ list wrong: in 4D it must hold exactly the JumpPoint UMQ
+ *       items in seq order with consistent all_next/all_prev links; empty in
+ *       linear mode or without the feature
+ *   -16 C3_ARRAY wrong: a Cube not at its c3 entry, the Cube list in use
+ *       with the array, or an array without the feature
+ *   -17 LAST_HIT wrong: the cached JumpPoint is not a live JumpPoint of this
+ *       queue with key rank >> bits, or a cache without the feature
  */
 #include "mdq_match_internal.h"
 
@@ -76,10 +83,24 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
     const uint32_t ds = 1u << L->bits;
     uint64_t nposted = 0, nunexp = 0, ncubes = 0, njps = 0;
     int rc;
+    const bool has_all = q->features & MDQ_MATCH_FEAT_ALL_UMQ;
+    const bool has_tab = q->features & MDQ_MATCH_FEAT_C3_ARRAY;
+    bool last_seen = false;
+
+    if ((q->features & ~MDQ_MATCH_FEAT_MASK) || has_tab != (q->c3tab != NULL))
+        return -16;
+    if (has_tab && (q->cil.cubes || q->nc3 != ((L->size - 1u) >> (3 * L->bits)) + 1u))
+        return -16;
+    if (q->last_jp && !(q->features & MDQ_MATCH_FEAT_LAST_HIT))
+        return -17;
+    if (q->all_umq && (!has_all || !L->is4d))
+        return -15;
 
     if (!L->is4d) {
-        if (L->cubes)
+        if (L->cubes || mdq_cube_first(q))
             return -14;
+        if (q->last_jp)
+            return -17;
         if ((rc = check_list(q, L->posted, MDQ_HOME(q, MDQ_HOME_Q_PRQ), CHK_ANY_OK, NULL, &nposted)))
             return rc;
         if ((rc = check_list(q, L->unexpected, MDQ_HOME(q, MDQ_HOME_Q_UMQ), 0, NULL, &nunexp)))
@@ -90,11 +111,13 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
         if ((rc = check_list(q, L->posted, MDQ_HOME(q, MDQ_HOME_Q_PRQ), CHK_ANY_OK, NULL, &nposted)))
             return rc;
         const mdq_cube_t *pc = NULL;
-        for (const mdq_cube_t *c = L->cubes; c; pc = c, c = c->next) {
+        for (const mdq_cube_t *c = mdq_cube_first(q); c; pc = c, c = mdq_cube_next(q, c)) {
             if (pc && pc->c3 >= c->c3)
                 return -2;
             if (c->c3 >= ds)
                 return -2;
+            if (has_tab && (c->c3 >= q->nc3 || q->c3tab[c->c3] != c))
+                return -16;
             uint32_t n = 0;
             for (uint32_t s = 0; s < ds; s++) {
                 const mdq_jp_t *pj = NULL;
@@ -111,6 +134,11 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
                         return rc;
                     if ((rc = check_list(q, j->umq, MDQ_HOME(j, MDQ_HOME_JP_UMQ), 0, j, &nunexp)))
                         return rc;
+                    if (j == q->last_jp) {
+                        if (q->last_key != (((c->c3 << L->bits | j->c2) << L->bits) | j->c1))
+                            return -17;
+                        last_seen = true;
+                    }
                     n++;
                     njps++;
                 }
@@ -119,6 +147,23 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
                 return -3;
             ncubes++;
         }
+    }
+    if (q->last_jp && !last_seen)
+        return -17;
+    if (has_all && L->is4d) {
+        /* exactly the 4D unexpected items, ascending seq, links consistent */
+        uint64_t n = 0;
+        const mdq_match_item_t *prev = NULL;
+        for (const mdq_match_item_t *it = q->all_umq; it; prev = it, it = it->all_next) {
+            if (MDQ_HOME_KIND(it->home) != MDQ_HOME_JP_UMQ || it->home == NULL)
+                return -15;
+            if (prev && (it->all_prev != prev || it->seq <= prev->seq))
+                return -15;
+            if (++n > nunexp)
+                return -15;
+        }
+        if (n != nunexp || (q->all_umq && q->all_umq->all_prev != prev))
+            return -15;
     }
     if (nposted != q->stats.prq_length)
         return -11;

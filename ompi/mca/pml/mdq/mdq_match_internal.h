@@ -60,10 +60,37 @@ typedef struct mdq_cil {
  * which the paper's measurements kept outside the modelled objects). */
 struct mdq_match_queue {
     mdq_cil_t cil;
+    /* optional structures (MDQ_MATCH_FEAT_*), counted by mdq_match_queue_bytes */
+    unsigned features;
+    uint32_t nc3;              /* C3_ARRAY: entries of c3tab = ((size-1) >> 3*bits) + 1 */
+    mdq_match_item_t *all_umq; /* ALL_UMQ: every 4D unexpected item, arrival order */
+    mdq_jp_t *last_jp;         /* LAST_HIT: JumpPoint of the last search hit, or NULL */
+    uint32_t last_key;         /* LAST_HIT: rank >> bits of last_jp */
+    uint32_t spare;
+    mdq_cube_t **c3tab;        /* C3_ARRAY: Cube per c3 (then cil.cubes stays NULL) */
     mdq_match_stats_t stats;
     uint64_t n_cubes; /* tally of live Cubes */
     uint64_t n_jps;   /* tally of live JumpPoints */
 };
+
+/* Cube iteration in ascending c3 order, over the list or the c3 array.
+ * cube_next reads only c->c3 when a table is used, so the caller may
+ * compute the successor before freeing c. */
+static inline mdq_cube_t *mdq_cube_from(const mdq_match_queue_t *q, uint32_t c3)
+{
+    for (; c3 < q->nc3; c3++)
+        if (q->c3tab[c3])
+            return q->c3tab[c3];
+    return NULL;
+}
+static inline mdq_cube_t *mdq_cube_first(const mdq_match_queue_t *q)
+{
+    return q->c3tab ? mdq_cube_from(q, 0) : q->cil.cubes;
+}
+static inline mdq_cube_t *mdq_cube_next(const mdq_match_queue_t *q, const mdq_cube_t *c)
+{
+    return q->c3tab ? mdq_cube_from(q, c->c3 + 1) : c->next;
+}
 
 #if UINTPTR_MAX == UINT64_MAX
 _Static_assert(sizeof(mdq_jp_t) == 48, "JumpPoint must be 48 B (thesis Table 4.4)");
