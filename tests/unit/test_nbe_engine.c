@@ -429,6 +429,130 @@ START_TEST(deferred_epochs_fifo)
 }
 END_TEST
 
+/* lock_all acquires each target's lock on first touch only */
+START_TEST(lock_all_lazy_legs)
+{
+    sim_init(4, 0);
+    nbe_req_t *u;
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], 0, NULL), NBE_OK);
+    run_until_quiet();
+    ck_assert_uint_eq(nbe_engine_traits_count(S.e[0]), 0);   /* nobody touched yet */
+    put(0, 2, 0, 9, NBE_OK);
+    run_until_quiet();
+    ck_assert_uint_eq(nbe_engine_traits_count(S.e[0]), 1);
+    ck_assert_int_eq(S.mem[2][0], 9);
+    /* an exclusive lock by 3 on 2 waits for 0's shared leg */
+    ck_assert_int_eq(nbe_ilock(S.e[3], NBE_LOCK_EXCLUSIVE, 2, 0, NULL), NBE_OK);
+    put(3, 2, 0, 33, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[2][0], 9);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(nbe_iunlock(S.e[3], 2, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[2][0], 33);
+    sim_fini();
+}
+END_TEST
+
+/* MPI_MODE_NOCHECK: no lock request, operations go at once */
+START_TEST(lock_nocheck)
+{
+    sim_init(2, 0);
+    nbe_req_t *u;
+    uint64_t ctrl_before = nbe_engine_stats(S.e[0])->ctrl_sent;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, ctrl_before);
+    put(0, 1, 3, 4, NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ops_recorded, 0);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][3], 4);
+    /* the target's lock is untouched: an exclusive lock is granted at once */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(flush_local_and_all)
+{
+    sim_init(3, _i);
+    nbe_req_t *f, *u;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 2, 0, NULL), NBE_OK);
+    put(0, 1, 0, 11, NBE_OK);
+    put(0, 2, 0, 22, NBE_OK);
+    /* flush_local: the ops left the origin (granted and issued) */
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 1, &f), NBE_OK);
+    wait_req(f);
+    ck_assert_uint_ge(nbe_engine_stats(S.e[0])->ops_issued, 1);
+    /* flush_all over two lock epochs: both targets updated */
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 0, &f), NBE_OK);
+    wait_req(f);
+    ck_assert_int_eq(S.mem[1][0], 11);
+    ck_assert_int_eq(S.mem[2][0], 22);
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 1, &f), NBE_OK);   /* flush_local_all */
+    wait_req(f);
+    nbe_iunlock(S.e[0], 1, &u);
+    wait_req(u);
+    nbe_iunlock(S.e[0], 2, &u);
+    wait_req(u);
+    sim_fini();
+}
+END_TEST
+
+START_TEST(win_test_polls_exposure)
+{
+    sim_init(2, 0);
+    int o[] = { 0 }, t[] = { 1 }, flag = 1;
+    nbe_req_t *c;
+    ck_assert_int_eq(nbe_ipost(S.e[1], o, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_test_exposure(S.e[1], &flag), NBE_OK);
+    ck_assert_int_eq(flag, 0);
+    ck_assert_int_eq(nbe_istart(S.e[0], t, 1, 0, NULL), NBE_OK);
+    put(0, 1, 1, 5, NBE_OK);
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
+    wait_req(c);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_test_exposure(S.e[1], &flag), NBE_OK);
+    ck_assert_int_eq(flag, 1);
+    ck_assert_int_eq(S.mem[1][1], 5);
+    /* the exposure is closed now: a second test is an error */
+    ck_assert_int_eq(nbe_test_exposure(S.e[1], &flag), NBE_ERR_SYNC);
+    run_until_quiet();
+    ck_assert(nbe_engine_idle(S.e[1]));
+    sim_fini();
+}
+END_TEST
+
+/* fence, then a lock epoch without RMA in the fence epoch, then fence */
+START_TEST(idle_fence_then_lock)
+{
+    sim_init(3, _i);
+    nbe_req_t *r[3], *u;
+    for (int p = 0; p < 3; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 3; ++p) wait_req(r[p]);
+    /* 0 locks 1 while 1 and 2 stay in the fence epoch */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    put(0, 1, 7, 70, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][7], 70);
+    /* next fence everywhere: ids stay consistent, RMA in it works */
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    put(2, 0, 1, 21, NBE_OK);
+    for (int p = 0; p < 3; ++p) wait_req(r[p]);
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]), NBE_OK);
+    for (int p = 0; p < 3; ++p) wait_req(r[p]);
+    ck_assert_int_eq(S.mem[0][1], 21);
+    for (int p = 0; p < 3; ++p) ck_assert(nbe_engine_idle(S.e[p]));
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -444,6 +568,11 @@ static Suite *suite(void)
     tcase_add_test(tc, sync_errors);
     tcase_add_test(tc, traits_are_sparse);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
+    tcase_add_test(tc, lock_all_lazy_legs);
+    tcase_add_test(tc, lock_nocheck);
+    tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
+    tcase_add_test(tc, win_test_polls_exposure);
+    tcase_add_loop_test(tc, idle_fence_then_lock, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
