@@ -25,10 +25,27 @@ typedef struct obj {
 /* The visit and byte formulas below are those of the seed design (the
  * thesis' objects); the optional structures have their own tests further
  * down (test_feat_*). */
+static unsigned g_feat = MDQ_MATCH_FEAT_SEED; /* the semantic tests also run with features */
+
 static mdq_match_queue_t *qcreate(mdq_match_pool_t *p, uint32_t size, mdq_match_mode_t mode,
                                   double adj, mdq_match_policy_t pol)
 {
-    return mdq_match_queue_create_ex(p, size, mode, adj, pol, MDQ_MATCH_FEAT_SEED);
+    return mdq_match_queue_create_ex(p, size, mode, adj, pol, g_feat);
+}
+
+static void feat_default_setup(void)
+{
+    g_feat = MDQ_MATCH_FEAT_DEFAULT;
+}
+
+static void feat_all_only_setup(void)
+{
+    g_feat = MDQ_MATCH_FEAT_ALL_UMQ;
+}
+
+static void feat_teardown(void)
+{
+    g_feat = MDQ_MATCH_FEAT_SEED;
 }
 
 static obj_t *mk(obj_t *o, int id, int32_t rank, int32_t tag)
@@ -854,6 +871,112 @@ START_TEST(test_invariant_checker_detects)
 }
 END_TEST
 
+/* --------------------------------------------- optional structures */
+
+START_TEST(test_feat_create_and_bytes)
+{
+    pool = mdq_match_pool_create();
+    /* the defaults entry point uses MDQ_MATCH_FEAT_DEFAULT */
+    q = mdq_match_queue_create(pool, 4096, MDQ_MATCH_MODE_AUTO, MDQ_MATCH_ADJUSTMENT_DEFAULT,
+                               MDQ_MATCH_POLICY_OLDEST);
+    ck_assert_uint_eq(mdq_match_queue_features(q), MDQ_MATCH_FEAT_DEFAULT);
+    mdq_match_queue_destroy(q);
+    ck_assert_ptr_null(mdq_match_queue_create_ex(pool, 4096, MDQ_MATCH_MODE_AUTO, 2.0,
+                                                 MDQ_MATCH_POLICY_OLDEST, 0x80));
+    ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 0);
+    /* per-queue bytes: 56 + 8 (ALL_UMQ) + 16 (LAST_HIT) + 8 + 8*ceil(S/ds^3) (C3_ARRAY) */
+    static const struct { uint32_t s, nc3; } t[] = {{4096, 8}, {65536, 16}, {1u << 20, 32},
+                                                     {(1u << 20) + 1, 5}, {16, 1}};
+    for (unsigned f = 0; f <= MDQ_MATCH_FEAT_MASK; f++)
+        for (int i = 0; i < 5; i++) {
+            q = mdq_match_queue_create_ex(pool, t[i].s, MDQ_MATCH_MODE_AUTO, 2.0,
+                                          MDQ_MATCH_POLICY_OLDEST, f);
+            size_t want = 56 + (f & MDQ_MATCH_FEAT_ALL_UMQ ? 8 : 0)
+                          + (f & MDQ_MATCH_FEAT_LAST_HIT ? 16 : 0)
+                          + (f & MDQ_MATCH_FEAT_C3_ARRAY ? 8 + 8 * (size_t) t[i].nc3 : 0);
+            ck_assert_uint_eq(mdq_match_queue_bytes(q), want);
+            ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), want);
+            ck_assert_uint_eq(mdq_match_item_bytes(q), f & MDQ_MATCH_FEAT_ALL_UMQ ? 56 : 40);
+            mdq_match_queue_destroy(q);
+        }
+    ck_assert_uint_eq(sizeof(mdq_match_item_t), 56);
+    ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 0);
+    mdq_match_pool_destroy(pool);
+}
+END_TEST
+
+/* ALL_UMQ: an ANY_SOURCE search costs 1 + the items compared and takes the
+ * oldest, whatever the policy */
+START_TEST(test_feat_all_umq_visits)
+{
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create_ex(pool, 1u << 20, MDQ_MATCH_MODE_AUTO, 2.0,
+                                  _i ? MDQ_MATCH_POLICY_FIRST : MDQ_MATCH_POLICY_OLDEST,
+                                  MDQ_MATCH_FEAT_ALL_UMQ);
+    const mdq_match_stats_t *st = mdq_match_queue_stats(q);
+    obj_t o[4];
+    uint64_t v0 = st->visits;
+    ck_assert_ptr_null(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, false));
+    ck_assert_uint_eq(st->visits - v0, 1);
+    ck_assert_ptr_null(arrive(q, mk(&o[0], 0, (1 << 20) - 1, 3)));
+    ck_assert_ptr_null(arrive(q, mk(&o[1], 1, 7, -4)));
+    ck_assert_ptr_null(arrive(q, mk(&o[2], 2, 0, 3)));
+    ck_assert_ptr_null(arrive(q, mk(&o[3], 3, (1 << 20) - 1, 3)));
+    v0 = st->visits;
+    /* oldest first: rank 2^20-1 although rank 0 comes first in coordinates */
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, 3, false), &o[0]);
+    ck_assert_uint_eq(st->visits - v0, 1 + 1);
+    v0 = st->visits;
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, -4, true), &o[1]); /* internal tag, exact */
+    ck_assert_uint_eq(st->visits - v0, 1 + 2);
+    ck_assert(mdq_match_remove(q, &o[0].it)); /* cancel unlinks from both lists */
+    CHECK_INV(q);
+    v0 = st->visits;
+    ck_assert_ptr_eq(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, true), &o[2]);
+    ck_assert_uint_eq(st->visits - v0, 1 + 1);
+    ck_assert_ptr_eq(probe(q, 1048575, 3, true), &o[3]); /* specific search keeps the list right */
+    ck_assert_ptr_null(probe(q, MDQ_MATCH_ANY_SOURCE, MDQ_MATCH_ANY_TAG, false));
+    close_cfg();
+}
+END_TEST
+
+/* LAST_HIT: a search in the JumpPoint of the previous hit costs 2 + items;
+ * the cache follows JumpPoint release. C3_ARRAY: 1 visit for the Cube. */
+START_TEST(test_feat_last_hit_and_c3_visits)
+{
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create_ex(pool, 1u << 20, MDQ_MATCH_MODE_AUTO, 2.0,
+                                  MDQ_MATCH_POLICY_OLDEST, _i ? MDQ_MATCH_FEAT_C3_ARRAY
+                                                              : MDQ_MATCH_FEAT_DEFAULT);
+    const bool hit = !_i;
+    const mdq_match_stats_t *st = mdq_match_queue_stats(q);
+    static obj_t o[64];
+    /* ranks 2^20-32 .. 2^20-1: one JumpPoint (31,31,31); rank 0: another */
+    for (int i = 0; i < 32; i++)
+        ck_assert_ptr_null(post(q, mk(&o[i], i, (1 << 20) - 32 + i, 0)));
+    ck_assert_ptr_null(post(q, mk(&o[32], 32, 0, 0)));
+    mdq_match_cursor_t cur;
+    uint64_t v0 = st->visits;
+    ck_assert_ptr_null(mdq_match_take_posted(q, 1, 0, &cur)); /* JP of rank 0, miss on rank 1 */
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 1 + 1 + 1); /* head, c3 entry, slot, JP, item */
+    v0 = st->visits;
+    ck_assert_ptr_eq(arrive(q, mk(&o[40], 40, (1 << 20) - 1, 0)), &o[31]);
+    /* descent: head, c3 entry (not 2 Cubes), slot, the slot's only JP, 32 items */
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 1 + 1 + 32);
+    v0 = st->visits;
+    ck_assert_ptr_eq(arrive(q, mk(&o[41], 41, (1 << 20) - 2, 0)), &o[30]);
+    ck_assert_uint_eq(st->visits - v0, hit ? 2 + 31 : 1 + 1 + 1 + 1 + 31);
+    /* empty the cached JumpPoint: the cache must not keep it */
+    for (int i = 0; i < 30; i++)
+        ck_assert_ptr_eq(arrive(q, mk(&o[42], 42, (1 << 20) - 32 + i, 0)), &o[i]);
+    v0 = st->visits;
+    ck_assert_ptr_null(arrive(q, mk(&o[43], 43, (1 << 20) - 5, 0))); /* now unexpected */
+    ck_assert_uint_eq(st->visits - v0, 1 + 1); /* JP and Cube 31 gone: head + empty c3 entry */
+    mdq_match_drain(q, NULL, NULL);
+    close_cfg();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mdq_match");
@@ -888,6 +1011,30 @@ static Suite *suite(void)
     tcase_add_test(tc, test_many_queues_share_pool);
     tcase_add_test(tc, test_invariant_checker_detects);
     suite_add_tcase(s, tc);
+
+    tc = tcase_create("features");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_feat_create_and_bytes);
+    tcase_add_loop_test(tc, test_feat_all_umq_visits, 0, 2);
+    tcase_add_loop_test(tc, test_feat_last_hit_and_c3_visits, 0, 2);
+    suite_add_tcase(s, tc);
+
+    /* the semantic tests again, with the default and the ALL_UMQ-only designs */
+    for (int f = 0; f < 2; f++) {
+        tc = tcase_create(f ? "semantics_all_umq" : "semantics_default_features");
+        tcase_set_timeout(tc, 60);
+        tcase_add_checked_fixture(tc, f ? feat_all_only_setup : feat_default_setup, feat_teardown);
+        tcase_add_loop_test(tc, test_exact_match, 0, NCFG);
+        tcase_add_loop_test(tc, test_any_tag, 0, NCFG);
+        tcase_add_loop_test(tc, test_fifo, 0, NCFG);
+        tcase_add_loop_test(tc, test_ordering_oracle, 0, NCFG);
+        tcase_add_loop_test(tc, test_probe_idempotent, 0, NCFG);
+        tcase_add_loop_test(tc, test_mprobe, 0, NCFG);
+        tcase_add_loop_test(tc, test_cancel, 0, NCFG);
+        tcase_add_loop_test(tc, test_cursor_free_ride, 0, NCFG);
+        tcase_add_loop_test(tc, test_drain_order, 0, NCFG);
+        suite_add_tcase(s, tc);
+    }
     return s;
 }
 

@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bm_4dx.h"
 #include "bm_run.h"
+#include "mdq_match.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +37,15 @@ static struct {
 #define SPEC(l, e, p, m, a, f) {l, e, p, m, a, f}
 static const bm_spec_t S_4D = SPEC("4d", "4d", BM_POLICY_OLDEST, 0, 2.0, 0);
 static const bm_spec_t S_4D_FIRST = SPEC("4d-first", "4d", BM_POLICY_FIRST, 0, 2.0, 0);
+/* the mdq engine with its improved defaults (create = create_ex(FEAT_DEFAULT), adjustment 3.0) */
+static const bm_spec_t S_4D_NEW = SPEC("4d-new", "4d", BM_POLICY_OLDEST, 0, MDQ_MATCH_ADJUSTMENT_DEFAULT,
+                                       MDQ_MATCH_FEAT_DEFAULT);
+/* one optional structure of the mdq engine at a time */
+static const bm_spec_t S_4D_ALL = SPEC("4d+all", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_ALL_UMQ);
+static const bm_spec_t S_4D_HIT = SPEC("4d+hit", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_LAST_HIT);
+static const bm_spec_t S_4D_C3 = SPEC("4d+c3", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_C3_ARRAY);
+static const bm_spec_t S_4D_NEW_4D = SPEC("4d-new-forced", "4d", BM_POLICY_OLDEST, 2, 3.0,
+                                          MDQ_MATCH_FEAT_DEFAULT);
 static const bm_spec_t S_LIST = SPEC("list", "list", BM_POLICY_OLDEST, 0, 0, 0);
 static const bm_spec_t S_ARRAY = SPEC("array", "array", BM_POLICY_OLDEST, 0, 0, 0);
 static const bm_spec_t S_ARRAY_FIRST = SPEC("array-first", "array", BM_POLICY_FIRST, 0, 0, 0);
@@ -43,10 +53,7 @@ static const bm_spec_t S_HASH = SPEC("hash", "hash", BM_POLICY_OLDEST, 0, 0, 0);
 static const bm_spec_t S_4D_LIN = SPEC("4d-linear", "4d", BM_POLICY_OLDEST, 1, 2.0, 0);
 static const bm_spec_t S_4D_4D = SPEC("4d-forced", "4d", BM_POLICY_OLDEST, 2, 2.0, 0);
 static const bm_spec_t S_X = SPEC("4dx", "4dx", BM_POLICY_OLDEST, 2, 2.0, 0);
-static const bm_spec_t S_X_ALL = SPEC("4dx+all", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_ALLUMQ);
-static const bm_spec_t S_X_CUR = SPEC("4dx+cur", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_CURSOR);
 static const bm_spec_t S_X_SPLIT = SPEC("4dx+split", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_SPLIT);
-static const bm_spec_t S_X_C3 = SPEC("4dx+c3", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_C3ARRAY);
 static const bm_spec_t S_X_C3C1 = SPEC("4dx+c3+c1", "4dx", BM_POLICY_OLDEST, 2, 2.0,
                                        BM_4DX_C3ARRAY | BM_4DX_C1ARRAY);
 static const bm_spec_t S_X_LAZY = SPEC("4dx+lazygc", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_LAZYGC);
@@ -54,7 +61,7 @@ static const bm_spec_t S_X_LAZY = SPEC("4dx+lazygc", "4dx", BM_POLICY_OLDEST, 2,
 static const bm_spec_t S_X_BEST = SPEC("4dx+best", "4dx", BM_POLICY_OLDEST, 2, 2.0,
                                        BM_4DX_ALLUMQ | BM_4DX_CURSOR | BM_4DX_SPLIT | BM_4DX_C3ARRAY);
 
-static const bm_spec_t *const CORE[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, NULL};
+static const bm_spec_t *const CORE[] = {&S_4D, &S_4D_NEW, &S_LIST, &S_ARRAY, &S_HASH, NULL};
 
 static bool want(const char *section)
 {
@@ -372,7 +379,7 @@ static void sec_visits(void)
     FILE *f = open_csv("visits");
     static const uint32_t sizes[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
     static const uint32_t ks[] = {1, 10};
-    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, &S_X, NULL};
+    const bm_spec_t *specs[] = {&S_4D, &S_4D_NEW, &S_LIST, &S_ARRAY, &S_HASH, &S_X, NULL};
     for (size_t ki = 0; ki < 2; ki++)
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
             uint32_t S = sizes[si], k = ks[ki];
@@ -430,7 +437,8 @@ static void mem_point(FILE *f, const char *wl, const bm_spec_t *sp, uint32_t S, 
 static void sec_memory(void)
 {
     FILE *f = open_csv("memory");
-    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, &S_X, &S_X_BEST, &S_X_C3C1, NULL};
+    const bm_spec_t *specs[] = {&S_4D,    &S_4D_NEW, &S_4D_ALL,  &S_4D_HIT, &S_4D_C3, &S_LIST,
+                                &S_ARRAY, &S_HASH,   &S_X_BEST, &S_X_C3C1, NULL};
     static const uint32_t tsizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++) {
         uint32_t S = tsizes[si];
@@ -517,7 +525,7 @@ static void sec_published(void)
                     }
                     char wl[32];
                     snprintf(wl, sizeof wl, "drain-%s-%s", ord_name[ord], side ? "umq" : "prq");
-                    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, &S_X, NULL};
+                    const bm_spec_t *specs[] = {&S_4D, &S_4D_NEW, &S_LIST, &S_ARRAY, &S_HASH, &S_X, NULL};
                     for (int i = 0; specs[i]; i++)
                         traced(f, "published", wl, specs[i], S, 1, t, &setup, &trace, NULL,
                                G.max_reps);
@@ -557,8 +565,8 @@ static void sec_anysrc(void)
     static const uint32_t sizes[] = {1024, 4096};
     static const int fracs[] = {0, 10, 25, 50, 75, 90, 100};
     const uint32_t t = 5;
-    const bm_spec_t *specs[] = {&S_4D,          &S_4D_FIRST, &S_LIST, &S_ARRAY,
-                                &S_ARRAY_FIRST, &S_HASH,     &S_X_ALL, NULL};
+    const bm_spec_t *specs[] = {&S_4D,    &S_4D_FIRST,    &S_4D_NEW, &S_LIST,
+                                &S_ARRAY, &S_ARRAY_FIRST, &S_HASH,   NULL};
     for (size_t si = 0; si < 2; si++)
         for (size_t fi = 0; fi < sizeof fracs / sizeof *fracs; fi++)
             for (int side = 0; side < 2; side++) {
@@ -695,7 +703,7 @@ static void sec_apps(void)
 {
     FILE *f = open_csv("apps");
     static const uint32_t sizes[] = {256, 1024, 4096, 16384, 65536, 262144, 1048576};
-    const bm_spec_t *specs[] = {&S_4D, &S_LIST, &S_ARRAY, &S_HASH, NULL};
+    const bm_spec_t *specs[] = {&S_4D, &S_4D_NEW, &S_LIST, &S_ARRAY, &S_HASH, NULL};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         uint32_t S = sizes[si];
         for (int app = 0; app < 3; app++) {
@@ -729,7 +737,7 @@ static void sec_tuning(void)
     FILE *f = open_csv("tuning");
     static const uint32_t sizes[] = {8,  12, 16, 20, 24, 26,  28,  32,  36,  40,  44,  48,  56,
                                      64, 80, 98, 128, 160, 194, 256, 257, 320, 512, 1024};
-    const bm_spec_t *specs[] = {&S_4D_LIN, &S_4D_4D, NULL};
+    const bm_spec_t *specs[] = {&S_4D_LIN, &S_4D_4D, &S_4D_NEW_4D, NULL};
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
         uint32_t S = sizes[si];
         size_t N;
@@ -749,7 +757,7 @@ static void sec_tuning(void)
 static void sec_improve(void)
 {
     FILE *f = open_csv("improve");
-    const bm_spec_t *specs[] = {&S_4D,   &S_X,      &S_X_ALL,  &S_X_CUR, &S_X_SPLIT, &S_X_C3,
+    const bm_spec_t *specs[] = {&S_4D, &S_4D_ALL,  &S_4D_HIT,  &S_4D_C3,  &S_4D_NEW, &S_X, &S_X_SPLIT,
                                 &S_X_C3C1, &S_X_LAZY, &S_X_BEST, &S_ARRAY, &S_HASH, NULL};
     static const uint32_t sizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++)

@@ -7,6 +7,9 @@
  * so the adapter adds only the list nodes passed before reaching the queue
  * (the "+9" of the 10th communicator) and reports the pool's live bytes,
  * split into the ContextIdLeads (fixed) and Cubes + JumpPoints (dyn).
+ * bm_config_t.flags are the engine's MDQ_MATCH_FEAT_* optional structures
+ * (0 = the seed design); fixed and item bytes are the engine's own model
+ * (mdq_match_queue_bytes, mdq_match_item_bytes), so they include them.
  */
 #include "bm_engine.h"
 
@@ -44,10 +47,11 @@ static void *md_create(const bm_config_t *cfg)
     for (uint32_t c = 0; c < cfg->ncomm; c++) {
         md_cil_t *l = calloc(1, sizeof(*l));
         l->ctx = c;
-        l->q = mdq_match_queue_create(e->pool, cfg->comm_size, (mdq_match_mode_t) cfg->mode,
-                                      cfg->adjustment >= 1.0 ? cfg->adjustment : 2.0,
-                                      cfg->policy == BM_POLICY_FIRST ? MDQ_MATCH_POLICY_FIRST
-                                                                     : MDQ_MATCH_POLICY_OLDEST);
+        l->q = mdq_match_queue_create_ex(
+            e->pool, cfg->comm_size, (mdq_match_mode_t) cfg->mode,
+            cfg->adjustment >= 1.0 ? cfg->adjustment : MDQ_MATCH_ADJUSTMENT_DEFAULT,
+            cfg->policy == BM_POLICY_FIRST ? MDQ_MATCH_POLICY_FIRST : MDQ_MATCH_POLICY_OLDEST,
+            cfg->flags);
         if (!l->q)
             abort();
         *link = l;
@@ -153,8 +157,8 @@ static void md_mem(void *p, bm_mem_t *m)
     /* the pool's live bytes include the ContextIdLeads */
     m->dyn = mdq_match_pool_bytes_live(e->pool) - m->fixed;
     m->peak_dyn = mdq_match_pool_bytes_peak(e->pool) - m->fixed;
-    m->item_size = sizeof(mdq_match_item_t);
-    m->items = e->items.live * sizeof(mdq_match_item_t);
+    m->item_size = mdq_match_item_bytes(e->cils->q);
+    m->items = e->items.live * m->item_size;
 }
 
 static uint64_t md_visits(void *p)

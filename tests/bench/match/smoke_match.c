@@ -7,6 +7,11 @@
  *  - memory: array O_ar = CIL + 32*S (Eq. 4.19), 4D O_4D = Eq. 4.20 with the
  *    engine's object sizes (derived by probing), and the published Table 4.5
  *    values and ratios when the sizes are the thesis' (56/48/16+8ds);
+ *  - the same for the mdq engine's improved default design (`4d-new`:
+ *    MDQ_MATCH_FEAT_DEFAULT, adjustment 3.0): k + 1 (c3 array) + 1 + JPs +
+ *    items on a descent, k + 1 + items on a last-hit; ContextIdLead
+ *    56 + 8 (ALL_UMQ) + 16 (LAST_HIT) + 8 + 8*ceil(S/ds^3) (C3_ARRAY) B,
+ *    56 B items, and the 1M full queue within 1/20 of the array;
  * and checks that every engine pairs receives and messages exactly like the
  * MPICH linked list (oldest-first semantics) on random operation streams
  * with wildcards, probes and cancels.
@@ -15,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bm_4dx.h"
 #include "bm_run.h"
+#include "mdq_match.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,12 @@ static bool verbose;
 static const bm_spec_t S_4D = {"4d", "4d", BM_POLICY_OLDEST, 0, 2.0, 0};
 static const bm_spec_t S_4D_F = {"4d-forced", "4d", BM_POLICY_OLDEST, 2, 2.0, 0};
 static const bm_spec_t S_4D_L = {"4d-linear", "4d", BM_POLICY_OLDEST, 1, 2.0, 0};
+static const bm_spec_t S_4D_NEW = {"4d-new", "4d", BM_POLICY_OLDEST, 0, MDQ_MATCH_ADJUSTMENT_DEFAULT,
+                                   MDQ_MATCH_FEAT_DEFAULT};
+static const bm_spec_t S_4D_NEW_F = {"4d-new-forced", "4d", BM_POLICY_OLDEST, 2, 3.0,
+                                     MDQ_MATCH_FEAT_DEFAULT};
+static const bm_spec_t S_4D_ALL_FIRST = {"4d+all-first", "4d", BM_POLICY_FIRST, 2, 2.0,
+                                         MDQ_MATCH_FEAT_ALL_UMQ};
 static const bm_spec_t S_LIST = {"list", "list", BM_POLICY_OLDEST, 0, 0, 0};
 static const bm_spec_t S_ARRAY = {"array", "array", BM_POLICY_OLDEST, 0, 0, 0};
 static const bm_spec_t S_HASH = {"hash", "hash", BM_POLICY_OLDEST, 0, 0, 0};
@@ -53,8 +65,8 @@ static const bm_spec_t S_X_C1 = {"4dx+c3+c1+split+lazygc", "4dx", BM_POLICY_OLDE
 
 /* post one receive per rank lo..S-1 (tag 0) in each of k contexts; return
  * the visits of the arrival matching the last item of the last context */
-static uint64_t last_item_visits(const bm_spec_t *sp, uint32_t S, uint32_t k, uint32_t lo,
-                                 bool *matched)
+static uint64_t last_item_visits_warm(const bm_spec_t *sp, uint32_t S, uint32_t k, uint32_t lo,
+                                      bool warm, bool *matched)
 {
     bm_inst_t in;
     if (!bm_inst_create(&in, sp, S, k))
@@ -63,11 +75,54 @@ static uint64_t last_item_visits(const bm_spec_t *sp, uint32_t S, uint32_t k, ui
     for (uint32_t c = 0; c < k; c++)
         for (uint32_t r = lo; r < S; r++)
             in.ops->post(in.e, c, (int32_t) r, 0, id++, NULL);
+    if (warm) /* a search elsewhere (rank lo+1, the JumpPoint of rank 0) moves any last-hit cache */
+        in.ops->probe(in.e, k - 1, (int32_t) lo + 1, 0);
     uint64_t v0 = in.ops->visits(in.e);
     *matched = in.ops->arrive(in.e, k - 1, (int32_t) S - 1, 0, id, NULL) == (bm_id_t) k * (S - lo);
     uint64_t v = in.ops->visits(in.e) - v0;
     bm_inst_destroy(&in);
     return v;
+}
+
+static uint64_t last_item_visits(const bm_spec_t *sp, uint32_t S, uint32_t k, uint32_t lo,
+                                 bool *matched)
+{
+    return last_item_visits_warm(sp, S, k, lo, false, matched);
+}
+
+/* improved default design: the c3 array costs 1 instead of the Cubes passed;
+ * a search in the JumpPoint of the previous search costs queue head + JP */
+static void test_visits_new(void)
+{
+    if (!bm_engine_by_name("4d"))
+        return;
+    static const uint32_t sizes[] = {64, 300, 1024, 4096, 5000, 65536};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (uint32_t k = 1; k <= 10; k += 9) {
+            uint32_t S = sizes[i], ds = bm_ds(S), b = (unsigned) __builtin_ctz(ds), r = S - 1;
+            uint64_t seed = bm_4d_visits_full(S, 1, r, k);
+            uint64_t cubes = (r >> (3 * b)) + 1;
+            uint64_t jps = ((r >> b) & (ds - 1)) + 1;
+            uint64_t items = seed - k - cubes - 1 - jps;
+            uint64_t want_miss = seed - cubes + 1, want_hit = k + 1 + items;
+            bool m;
+            uint64_t v = last_item_visits_warm(&S_4D_NEW, S, k, 1, true, &m);
+            CHECK(m && v == want_miss, "visits 4d-new S=%u k=%u descent: %llu == %llu (k+1+1+JPs+items)",
+                  S, k, (unsigned long long) v, (unsigned long long) want_miss);
+            v = last_item_visits_warm(&S_4D_NEW, S, k, 1, false, &m);
+            CHECK(m && v == want_hit, "visits 4d-new S=%u k=%u last-hit: %llu == %llu (k+1+items)", S,
+                  k, (unsigned long long) v, (unsigned long long) want_hit);
+        }
+    bool m;
+    CHECK(last_item_visits_warm(&S_4D_NEW, 4096, 1, 1, true, &m) == 19 && m,
+          "4d-new 4096: 19 visits (seed 26)");
+    CHECK(last_item_visits_warm(&S_4D_NEW, 65536, 1, 1, true, &m) == 35 && m,
+          "4d-new 65536: 35 visits (seed 50)");
+    /* threshold (3*4+1)*3.0 = 39 for ds = 4 */
+    CHECK(last_item_visits(&S_4D_NEW, 38, 1, 1, &m) == 1 + 37 && m, "4d-new auto S=38 is linear: 1+37");
+    CHECK(last_item_visits_warm(&S_4D_NEW, 39, 1, 1, true, &m) == bm_4d_visits_full(39, 1, 38, 1)
+                                                                  - ((38u >> 6) + 1) + 1 && m,
+          "4d-new auto S=39 is 4D");
 }
 
 static void test_visits(void)
@@ -176,6 +231,36 @@ static void test_memory_4d(const bm_spec_t *sp)
           sp->label);
 }
 
+/* the improved default design: exact fixed and item bytes, memory bound */
+static void test_memory_new(void)
+{
+    if (!bm_engine_by_name("4d"))
+        return;
+    static const uint32_t sizes[] = {4096, 65536, 1048576, 1048577};
+    for (int i = 0; i < 4; i++) {
+        uint32_t S = sizes[i];
+        size_t ds = bm_ds(S), nc3 = (S + ds * ds * ds - 1) / (ds * ds * ds);
+        size_t cil = overhead(&S_4D_NEW, S, 0, 1), want_cil = 56 + 8 + 16 + 8 + 8 * nc3;
+        CHECK(cil == want_cil, "4d-new CIL S=%u: %zu == 56+8+16+8+8*%zu", S, cil, want_cil, nc3);
+        size_t full = overhead(&S_4D_NEW, S, S, 1), want = bm_o4d(S, S, want_cil, 48, 16, 8);
+        CHECK(full == want, "4d-new O_4D full S=%u: %zu == Eq.4.20 %zu", S, full, want);
+        if (S >= 1048576) /* the 1M goal; ratios at 4096 / 65536 are 5.2 / 10.5 */
+            CHECK(full * 20 <= 56 + 32 * (size_t) S, "4d-new full S=%u: %zu B <= array/20 (%zu B)",
+                  S, full, (56 + 32 * (size_t) S) / 20);
+    }
+    bm_inst_t in;
+    bm_inst_create(&in, &S_4D_NEW, 4096, 1);
+    in.ops->arrive(in.e, 0, 5, 0, 1, NULL);
+    bm_mem_t mm;
+    in.ops->mem(in.e, &mm);
+    CHECK(mm.item_size == 56 && mm.items == 56, "4d-new item 56 B (40 + ALL_UMQ links): %zu", mm.item_size);
+    bm_inst_destroy(&in);
+    bm_inst_create(&in, &S_4D, 4096, 1);
+    in.ops->mem(in.e, &mm);
+    CHECK(mm.item_size == 40, "4d seed item 40 B: %zu", mm.item_size);
+    bm_inst_destroy(&in);
+}
+
 static void test_memory_array(void)
 {
     static const uint32_t sizes[] = {4096, 65536, 1048576};
@@ -237,8 +322,10 @@ static void run_stream(const bm_spec_t *sp, uint32_t S, uint32_t k, const dop_t 
 static void test_differential(void)
 {
     static const uint32_t sizes[] = {5, 30, 300, 4097, 70000};
-    const bm_spec_t *specs[] = {&S_4D,   &S_4D_F, &S_4D_L,  &S_ARRAY, &S_HASH,
-                                &S_X,    &S_X_ACS, &S_X_C1, NULL};
+    const bm_spec_t *specs[] = {&S_4D,   &S_4D_F,  &S_4D_L,         &S_4D_NEW, &S_4D_NEW_F,
+                                &S_ARRAY, &S_HASH, &S_X,            &S_X_ACS,  &S_X_C1,
+                                NULL};
+    (void) S_4D_ALL_FIRST;
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
         for (uint32_t k = 1; k <= 3; k += 2) {
             uint32_t S = sizes[si];
@@ -339,7 +426,9 @@ int main(int argc, char **argv)
     if (!bm_engine_by_name("4d"))
         printf("note: built without the mdq engine; only bench-local engines checked\n");
     test_visits();
+    test_visits_new();
     test_memory_array();
+    test_memory_new();
     test_memory_4d(&S_4D);
     test_memory_4d(&S_X);
     test_differential();

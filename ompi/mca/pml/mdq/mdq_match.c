@@ -87,65 +87,72 @@ void mdq_match_decompose(uint32_t rank, unsigned bits, uint32_t c[4])
 
 /* ------------------------------------------------------------ item lists */
 
-static inline void ilist_append(mdq_match_item_t **h, mdq_match_item_t *it)
+/* One item sits on up to two lists: its JumpPoint / queue list (links next,
+ * prev) and, with ALL_UMQ, the arrival-order list (all_next, all_prev). Both
+ * pairs are (next, prev) adjacent, so one implementation serves both,
+ * addressed by the pair's offset (a constant after inlining). Lists are
+ * NULL-terminated forwards and head->prev is the tail. */
+#define LINKS_Q offsetof(mdq_match_item_t, next)
+#define LINKS_ALL offsetof(mdq_match_item_t, all_next)
+_Static_assert(offsetof(mdq_match_item_t, prev) == LINKS_Q + sizeof(void *), "next, prev adjacent");
+_Static_assert(offsetof(mdq_match_item_t, all_prev) == LINKS_ALL + sizeof(void *),
+               "all_next, all_prev adjacent");
+
+static inline mdq_match_item_t **lnk(mdq_match_item_t *it, size_t off)
+{
+    return (mdq_match_item_t **) (void *) ((char *) it + off); /* [0] next, [1] prev */
+}
+
+static inline void list_append(mdq_match_item_t **h, mdq_match_item_t *it, size_t off)
 {
     mdq_match_item_t *head = *h;
-    it->next = NULL;
+    lnk(it, off)[0] = NULL;
     if (!head) {
-        it->prev = it;
+        lnk(it, off)[1] = it;
         *h = it;
     } else {
-        mdq_match_item_t *tail = head->prev;
-        tail->next = it;
-        it->prev = tail;
-        head->prev = it;
+        mdq_match_item_t *tail = lnk(head, off)[1];
+        lnk(tail, off)[0] = it;
+        lnk(it, off)[1] = tail;
+        lnk(head, off)[1] = it;
     }
+}
+
+static inline void list_unlink(mdq_match_item_t **h, mdq_match_item_t *it, size_t off)
+{
+    mdq_match_item_t *p = lnk(it, off)[1], *n = lnk(it, off)[0];
+    if (it == *h)
+        *h = n;
+    else
+        lnk(p, off)[0] = n;
+    if (n)
+        lnk(n, off)[1] = p;
+    else if (*h)
+        lnk(*h, off)[1] = p;
+}
+
+static inline void ilist_append(mdq_match_item_t **h, mdq_match_item_t *it)
+{
+    list_append(h, it, LINKS_Q);
 }
 
 static inline void ilist_unlink(mdq_match_item_t **h, mdq_match_item_t *it)
 {
-    mdq_match_item_t *p = it->prev, *n = it->next;
-    if (it == *h)
-        *h = n;
-    else
-        p->next = n;
-    if (n)
-        n->prev = p;
-    else if (*h)
-        (*h)->prev = p;
+    list_unlink(h, it, LINKS_Q);
 }
 
-/* ANY_TAG matches only tags >= 0; any other receive tag matches exactly. */
-/* ALL_UMQ list: same shape as ilist (head->all_prev is the tail) */
 static inline void all_append(mdq_match_item_t **h, mdq_match_item_t *it)
 {
-    mdq_match_item_t *head = *h;
-    it->all_next = NULL;
-    if (!head) {
-        it->all_prev = it;
-        *h = it;
-    } else {
-        mdq_match_item_t *tail = head->all_prev;
-        tail->all_next = it;
-        it->all_prev = tail;
-        head->all_prev = it;
-    }
+    list_append(h, it, LINKS_ALL);
 }
 
 static inline void all_unlink(mdq_match_item_t **h, mdq_match_item_t *it)
 {
-    mdq_match_item_t *p = it->all_prev, *n = it->all_next;
-    if (it == *h)
-        *h = n;
-    else
-        p->all_next = n;
-    if (n)
-        n->all_prev = p;
-    else if (*h)
-        (*h)->all_prev = p;
+    list_unlink(h, it, LINKS_ALL);
     it->all_next = it->all_prev = NULL;
 }
 
+/* ANY_TAG matches only tags >= 0; any other receive tag matches exactly. */
 static inline bool tag_ok(int32_t want, int32_t have)
 {
     return want == MDQ_MATCH_ANY_TAG ? have >= 0 : want == have;
