@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "opal/util/output.h"
+#include "opal/util/show_help.h"
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/bml/base/base.h"
@@ -331,7 +332,7 @@ int ompi_osc_nbe_am_register(void)
     if (mca_osc_nbe_component.am_registered) return OMPI_SUCCESS;
     if (tag <= 0 || tag >= MCA_BTL_TAG_MAX) return OMPI_ERR_BAD_PARAM;
     if (NULL != mca_btl_base_active_message_trigger[tag].cbfunc) {
-        opal_output(0, "osc/nbe: BTL tag 0x%x is already in use; set osc_nbe_btl_tag", tag);
+        opal_show_help("help-osc-nbe.txt", "tag-in-use", true, tag);
         return OMPI_ERR_NOT_AVAILABLE;
     }
     int rc = mca_bml.bml_register((mca_btl_base_tag_t) tag, am_callback, NULL);

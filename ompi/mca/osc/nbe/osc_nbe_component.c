@@ -264,6 +264,7 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 {
     (void) win; (void) base; (void) size; (void) disp_unit; (void) info;
     if (!bml_available()) return OMPI_ERR_NOT_AVAILABLE;
+    if (OMPI_SUCCESS != ompi_osc_nbe_am_register()) return OMPI_ERR_NOT_AVAILABLE;
     if (mca_osc_nbe_component.thread_multiple) {
         opal_output_verbose(1, mca_osc_nbe_component.output,
                             "osc/nbe: MPI_THREAD_MULTIPLE is not supported yet; declining");
