@@ -977,6 +977,54 @@ START_TEST(test_feat_last_hit_and_c3_visits)
 }
 END_TEST
 
+/* SPLIT: a JumpPoint with more than ds items gets per-rank lists (one
+ * pool object of 16 + 16*ds B); a search scans its own rank's items */
+START_TEST(test_feat_split)
+{
+    pool = mdq_match_pool_create();
+    q = mdq_match_queue_create_ex(pool, 4096, MDQ_MATCH_MODE_AUTO, 2.0, MDQ_MATCH_POLICY_OLDEST,
+                                  MDQ_MATCH_FEAT_SPLIT);
+    const mdq_match_stats_t *st = mdq_match_queue_stats(q);
+    const size_t ds = 8, cube = 16 + 8 * ds, jp = 48, tab = 16 + 16 * ds;
+    static obj_t o[40];
+    /* ranks 0..7 share JumpPoint (0,0,0): 4 receives each, rank-major */
+    for (int i = 0; i < 32; i++)
+        ck_assert_ptr_null(post(q, mk(&o[i], i, i / 4, 0)));
+    ck_assert_uint_eq(q->n_splits, 1);
+    ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 56 + cube + jp + tab);
+    uint64_t v0 = st->visits;
+    /* rank 7's last receive: head, Cube, slot, JP, table entry, 4 items (seed: 32 items) */
+    ck_assert_ptr_null(arrive(q, mk(&o[32], 32, 7, 1)));
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 1 + 1 + 1 + 4);
+    ck_assert_ptr_eq(probe(q, 7, 1, true), &o[32]); /* the message went to rank 7's UMQ list */
+    v0 = st->visits;
+    ck_assert_ptr_eq(arrive(q, mk(&o[33], 33, 7, 0)), &o[28]); /* FIFO within the rank */
+    ck_assert_uint_eq(st->visits - v0, 1 + 1 + 1 + 1 + 1 + 1);
+    ck_assert(mdq_match_remove(q, &o[29].it));
+    /* empty it: the table goes with the JumpPoint */
+    for (int i = 0; i < 28; i++)
+        ck_assert_ptr_eq(arrive(q, mk(&o[34], 34, i / 4, 0)), &o[i]);
+    ck_assert_ptr_eq(arrive(q, mk(&o[34], 34, 7, 0)), &o[30]);
+    ck_assert_ptr_eq(arrive(q, mk(&o[34], 34, 7, 0)), &o[31]);
+    ck_assert_uint_eq(q->n_splits, 0);
+    ck_assert_uint_eq(mdq_match_pool_bytes_live(pool), 56);
+    /* a corrupted table is detected */
+    for (int i = 0; i < 9; i++)
+        ck_assert_ptr_null(post(q, mk(&o[i], i, i % 2, 0)));
+    mdq_jp_t *j = MDQ_HOME_BASE(o[0].it.home);
+    ck_assert_int_eq(j->split, 1);
+    j->count++;
+    ck_assert_int_eq(mdq_match_check_invariants(q), -18);
+    j->count--;
+    o[2].it.rank = 2; /* rank 0's list now holds a "rank 2" item (same JumpPoint) */
+    ck_assert_int_eq(mdq_match_check_invariants(q), -18);
+    o[2].it.rank = 0;
+    CHECK_INV(q);
+    mdq_match_drain(q, NULL, NULL);
+    close_cfg();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mdq_match");
@@ -1017,6 +1065,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_feat_create_and_bytes);
     tcase_add_loop_test(tc, test_feat_all_umq_visits, 0, 2);
     tcase_add_loop_test(tc, test_feat_last_hit_and_c3_visits, 0, 2);
+    tcase_add_test(tc, test_feat_split);
     suite_add_tcase(s, tc);
 
     /* the semantic tests again, with the default and the ALL_UMQ-only designs */

@@ -12,10 +12,11 @@
  * Structural invariants are checked after every operation for the first
  * ops of a run and periodically after that; the final drain order must equal
  * the reference lists. Every optional structure combination
- * (MDQ_MATCH_FEAT_*, 8 of them) runs the same differential; the invariant
+ * (MDQ_MATCH_FEAT_*, 16 of them) runs the same differential; the invariant
  * check covers the ALL_UMQ list, the c3 array and the last-hit cache.
  */
 #include "mdq_match.h"
+#include "mdq_match_internal.h" /* SPLIT tally only: the run must really split */
 #include "ref_match.h"
 
 #include <check.h>
@@ -74,6 +75,7 @@ typedef struct fuzz {
     uint64_t next_id;
     uint64_t ops, matches, any_matches;
     uint32_t max_len; /* longest queue (PRQ + UMQ) seen */
+    uint64_t max_splits; /* most split JumpPoints seen at once in one queue */
 } fuzz_t;
 
 static uint64_t rnd(fuzz_t *f)
@@ -288,6 +290,8 @@ static void step(fuzz_t *f, bool check_all)
 
     if (fq->nlive > f->max_len)
         f->max_len = fq->nlive;
+    if (fq->q->n_splits > f->max_splits)
+        f->max_splits = fq->q->n_splits;
     const mdq_match_stats_t *st = mdq_match_queue_stats(fq->q);
     if (st->prq_length != fq->ref.prq_length || st->umq_length != fq->ref.umq_length)
         FAIL_CTX(f, qi, "queue length");
@@ -385,9 +389,12 @@ static void fuzz_run(uint64_t seed, mdq_match_policy_t policy, unsigned features
         ck_assert_int_eq(degraded, 0);
     fprintf(stderr,
             "seed %llu features %#x: %llu ops, %llu matches (%llu ANY_SOURCE receives), longest queue %u, %d "
-            "queues (%d 4D, %d turned linear)\n",
+            "queues (%d 4D, %d turned linear), up to %llu split JumpPoints\n",
             (unsigned long long) seed, features, (unsigned long long) f.ops, (unsigned long long) f.matches,
-            (unsigned long long) f.any_matches, f.max_len, f.nq, n4d, degraded);
+            (unsigned long long) f.any_matches, f.max_len, f.nq, n4d, degraded,
+            (unsigned long long) f.max_splits);
+    if ((features & MDQ_MATCH_FEAT_SPLIT) && !pool_limit)
+        ck_assert_uint_gt(f.max_splits, 0); /* the split path was exercised */
     fuzz_finish(&f);
 }
 
@@ -397,8 +404,8 @@ static const qspec_t big_mix[] = {
     {1u << 20, MDQ_MATCH_MODE_AUTO}, {4096, MDQ_MATCH_MODE_LINEAR},
 };
 
-/* 8 seeds x 300000 ops under POLICY_OLDEST: the exact differential; seed i
- * runs feature combination i, so all 8 combinations are covered */
+/* 16 seeds x 300000 ops under POLICY_OLDEST: the exact differential; seed i
+ * runs feature combination i, so all 16 combinations are covered */
 START_TEST(test_fuzz_oldest)
 {
     fuzz_run(1000 + (uint64_t) _i, MDQ_MATCH_POLICY_OLDEST, (unsigned) _i & MDQ_MATCH_FEAT_MASK,
@@ -421,7 +428,8 @@ END_TEST
 START_TEST(test_fuzz_first)
 {
     static const unsigned feat[] = {MDQ_MATCH_FEAT_SEED, MDQ_MATCH_FEAT_DEFAULT,
-                                    MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY,
+                                    MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY
+                                        | MDQ_MATCH_FEAT_SPLIT,
                                     MDQ_MATCH_FEAT_ALL_UMQ};
     fuzz_run(3000 + (uint64_t) _i, MDQ_MATCH_POLICY_FIRST, feat[_i], big_mix, 8, 2, 150000, 10000,
              0);
@@ -442,7 +450,7 @@ static Suite *suite(void)
     Suite *s = suite_create("mdq_match_fuzz");
     TCase *tc = tcase_create("differential");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, test_fuzz_oldest, 0, 8);
+    tcase_add_loop_test(tc, test_fuzz_oldest, 0, 16);
     tcase_add_loop_test(tc, test_fuzz_oldest_deep, 0, 4);
     tcase_add_loop_test(tc, test_fuzz_first, 0, 4);
     tcase_add_loop_test(tc, test_fuzz_pool_cap, 0, 4);

@@ -44,6 +44,7 @@ static const bm_spec_t S_4D_NEW = SPEC("4d-new", "4d", BM_POLICY_OLDEST, 0, MDQ_
 static const bm_spec_t S_4D_ALL = SPEC("4d+all", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_ALL_UMQ);
 static const bm_spec_t S_4D_HIT = SPEC("4d+hit", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_LAST_HIT);
 static const bm_spec_t S_4D_C3 = SPEC("4d+c3", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_C3_ARRAY);
+static const bm_spec_t S_4D_SPLIT = SPEC("4d+split", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_SPLIT);
 static const bm_spec_t S_4D_NEW_4D = SPEC("4d-new-forced", "4d", BM_POLICY_OLDEST, 2, 3.0,
                                           MDQ_MATCH_FEAT_DEFAULT);
 static const bm_spec_t S_LIST = SPEC("list", "list", BM_POLICY_OLDEST, 0, 0, 0);
@@ -53,7 +54,6 @@ static const bm_spec_t S_HASH = SPEC("hash", "hash", BM_POLICY_OLDEST, 0, 0, 0);
 static const bm_spec_t S_4D_LIN = SPEC("4d-linear", "4d", BM_POLICY_OLDEST, 1, 2.0, 0);
 static const bm_spec_t S_4D_4D = SPEC("4d-forced", "4d", BM_POLICY_OLDEST, 2, 2.0, 0);
 static const bm_spec_t S_X = SPEC("4dx", "4dx", BM_POLICY_OLDEST, 2, 2.0, 0);
-static const bm_spec_t S_X_SPLIT = SPEC("4dx+split", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_SPLIT);
 static const bm_spec_t S_X_C3C1 = SPEC("4dx+c3+c1", "4dx", BM_POLICY_OLDEST, 2, 2.0,
                                        BM_4DX_C3ARRAY | BM_4DX_C1ARRAY);
 static const bm_spec_t S_X_LAZY = SPEC("4dx+lazygc", "4dx", BM_POLICY_OLDEST, 2, 2.0, BM_4DX_LAZYGC);
@@ -437,8 +437,8 @@ static void mem_point(FILE *f, const char *wl, const bm_spec_t *sp, uint32_t S, 
 static void sec_memory(void)
 {
     FILE *f = open_csv("memory");
-    const bm_spec_t *specs[] = {&S_4D,    &S_4D_NEW, &S_4D_ALL,  &S_4D_HIT, &S_4D_C3, &S_LIST,
-                                &S_ARRAY, &S_HASH,   &S_X_BEST, &S_X_C3C1, NULL};
+    const bm_spec_t *specs[] = {&S_4D,     &S_4D_NEW, &S_4D_ALL, &S_4D_HIT, &S_4D_C3,  &S_4D_SPLIT,
+                                &S_LIST,   &S_ARRAY,  &S_HASH,   &S_X_BEST, &S_X_C3C1, NULL};
     static const uint32_t tsizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++) {
         uint32_t S = tsizes[si];
@@ -757,8 +757,9 @@ static void sec_tuning(void)
 static void sec_improve(void)
 {
     FILE *f = open_csv("improve");
-    const bm_spec_t *specs[] = {&S_4D, &S_4D_ALL,  &S_4D_HIT,  &S_4D_C3,  &S_4D_NEW, &S_X, &S_X_SPLIT,
-                                &S_X_C3C1, &S_X_LAZY, &S_X_BEST, &S_ARRAY, &S_HASH, NULL};
+    const bm_spec_t *specs[] = {&S_4D,     &S_4D_ALL, &S_4D_HIT, &S_4D_C3,  &S_4D_SPLIT,
+                                &S_4D_NEW, &S_X,      &S_X_C3C1, &S_X_LAZY, &S_X_BEST,
+                                &S_ARRAY,  &S_HASH,   NULL};
     static const uint32_t sizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++)
         for (uint32_t t = 1; t <= 10; t += 9) {

@@ -34,7 +34,9 @@
  * an ANY_SOURCE search counts 1 + the items compared; LAST_HIT caches the
  * JumpPoint of the last hit (a search for one of its ranks counts 2: queue
  * head + JumpPoint); C3_ARRAY replaces the Cube walk by one array read
- * (counted 1, whether or not the Cube exists).
+ * (counted 1, whether or not the Cube exists); SPLIT scans one rank's list of
+ * a busy JumpPoint (+1 for its table entry; an OLDEST ANY_SOURCE scan without
+ * ALL_UMQ reads all ds entries of a split JumpPoint).
  *
  * Tags: MDQ_MATCH_ANY_TAG accepts tags >= 0 only, other tags match exactly
  * (negative internal tags included). ANY_SOURCE receives against the 4D UMQ:
@@ -294,6 +296,10 @@ static void jp_release(mdq_match_queue_t *q, mdq_jp_t *jp, mdq_cube_t *prev_cube
         jp->next->prev = jp->prev;
     if (q->last_jp == jp)
         q->last_jp = NULL;
+    if (jp->split) {
+        mdq_pool_put(q->cil.pool, q->cil.bits + 1u, jp->c0tab);
+        q->n_splits--;
+    }
     mdq_pool_put(q->cil.pool, 0, jp);
     q->n_jps--;
     if (--cube->njp == 0)
@@ -344,6 +350,8 @@ static mdq_jp_t *jp_ensure(mdq_match_queue_t *q, descent_t *d)
     jp->c2 = d->c2;
     jp->cube = cube;
     jp->prq = jp->umq = NULL;
+    jp->split = 0;
+    jp->count = 0;
     jp->prev = d->prev_jp;
     if (d->prev_jp) {
         jp->next = d->prev_jp->next;
@@ -360,16 +368,61 @@ static mdq_jp_t *jp_ensure(mdq_match_queue_t *q, descent_t *d)
     return jp;
 }
 
-/* Unlink a 4D unexpected item from its JumpPoint (and the ALL_UMQ list);
- * free the JumpPoint if it became empty. */
+/* The list of a JumpPoint holding rank's posted (umq = 0) or unexpected
+ * (umq = 1) items: the JumpPoint's own, or the rank's own once split. */
+static inline mdq_match_item_t **jp_list(mdq_jp_t *jp, unsigned umq, int32_t rank, unsigned bits)
+{
+    if (jp->split)
+        return &jp->c0tab[(umq << bits) + ((uint32_t) rank & ((1u << bits) - 1u))];
+    return umq ? &jp->umq : &jp->prq;
+}
+
+/* SPLIT: give a busy JumpPoint per-rank heads; each rank's items keep their
+ * order. A refused table leaves the JumpPoint as it is. */
+static void jp_split(mdq_match_queue_t *q, mdq_jp_t *jp)
+{
+    const unsigned bits = q->cil.bits;
+    if (bits + 1u > MDQ_MAX_BITS)
+        return;
+    mdq_match_item_t **tab = mdq_pool_get(q->cil.pool, bits + 1u);
+    if (!tab)
+        return;
+    memset(tab, 0, sizeof(*tab) << (bits + 1u));
+    mdq_match_item_t *chain[2] = {jp->prq, jp->umq};
+    jp->c0tab = tab;
+    jp->unused = NULL;
+    jp->split = 1;
+    q->n_splits++;
+    for (unsigned k = 0; k < 2; k++)
+        for (mdq_match_item_t *it = chain[k], *n; it; it = n) {
+            n = it->next;
+            ilist_append(jp_list(jp, k, it->rank, bits), it);
+        }
+}
+
+static inline void jp_add(mdq_match_queue_t *q, mdq_jp_t *jp, unsigned umq, mdq_match_item_t *it)
+{
+    ilist_append(jp_list(jp, umq, it->rank, q->cil.bits), it);
+    if (++jp->count > (1u << q->cil.bits) && !jp->split && (q->features & MDQ_MATCH_FEAT_SPLIT))
+        jp_split(q, jp);
+}
+
+/* Unlink an item from its JumpPoint list (and a UMQ item from the ALL_UMQ
+ * list); free the JumpPoint if it became empty. */
+static inline void jp_unlink(mdq_match_queue_t *q, mdq_jp_t *jp, unsigned umq, mdq_match_item_t *it,
+                             mdq_cube_t *prev_cube_hint)
+{
+    ilist_unlink(jp_list(jp, umq, it->rank, q->cil.bits), it);
+    if (umq && (q->features & MDQ_MATCH_FEAT_ALL_UMQ))
+        all_unlink(&q->all_umq, it);
+    if (--jp->count == 0)
+        jp_release(q, jp, prev_cube_hint);
+}
+
 static inline void umq_unlink_4d(mdq_match_queue_t *q, mdq_jp_t *jp, mdq_match_item_t *it,
                                  mdq_cube_t *prev_cube_hint)
 {
-    ilist_unlink(&jp->umq, it);
-    if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
-        all_unlink(&q->all_umq, it);
-    if (!jp->prq && !jp->umq)
-        jp_release(q, jp, prev_cube_hint);
+    jp_unlink(q, jp, 1, it, prev_cube_hint);
 }
 
 /* ------------------------------------------------------ sorting / drain */
@@ -435,12 +488,17 @@ static void detach_all(mdq_match_queue_t *q, mdq_match_item_t **posted, mdq_matc
         for (uint32_t s = 0; s < (1u << L->bits); s++) {
             for (mdq_jp_t *j = c->slot[s], *jn; j; j = jn) {
                 jn = j->next;
-                *pt = j->prq;
-                while (*pt)
-                    pt = &(*pt)->next;
-                *ut = j->umq;
-                while (*ut)
-                    ut = &(*ut)->next;
+                const uint32_t nl = j->split ? 1u << L->bits : 1u;
+                for (uint32_t c0 = 0; c0 < nl; c0++) {
+                    *pt = *jp_list(j, 0, (int32_t) c0, L->bits);
+                    while (*pt)
+                        pt = &(*pt)->next;
+                    *ut = *jp_list(j, 1, (int32_t) c0, L->bits);
+                    while (*ut)
+                        ut = &(*ut)->next;
+                }
+                if (j->split)
+                    mdq_pool_put(L->pool, L->bits + 1u, j->c0tab);
                 mdq_pool_put(L->pool, 0, j);
             }
         }
@@ -453,6 +511,7 @@ static void detach_all(mdq_match_queue_t *q, mdq_match_item_t **posted, mdq_matc
         memset(q->c3tab, 0, sizeof(*q->c3tab) * q->nc3);
     q->all_umq = NULL;
     q->last_jp = NULL;
+    q->n_splits = 0;
     q->n_cubes = q->n_jps = 0;
     q->stats.prq_length = q->stats.umq_length = 0;
     *posted = chain_sort(ph);
@@ -563,6 +622,8 @@ void mdq_match_queue_destroy(mdq_match_queue_t *q)
         for (uint32_t s = 0; s < (1u << L->bits); s++) {
             for (mdq_jp_t *j = c->slot[s], *jn; j; j = jn) {
                 jn = j->next;
+                if (j->split)
+                    mdq_pool_put(L->pool, L->bits + 1u, j->c0tab);
                 mdq_pool_put(L->pool, 0, j);
             }
         }
@@ -648,7 +709,8 @@ mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int3
     mdq_match_item_t *best = NULL;
     v = descend(q, (uint32_t) rank, &d);
     if (d.jp) {
-        for (it = d.jp->prq; it; it = it->next) {
+        v += d.jp->split; /* the c0 table entry */
+        for (it = *jp_list(d.jp, 0, rank, L->bits); it; it = it->next) {
             v++;
             if (it->rank == rank && tag_ok(it->tag, tag)) {
                 best = it;
@@ -669,9 +731,7 @@ mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int3
     }
     q->stats.visits += v;
     if (best) {
-        ilist_unlink(&d.jp->prq, best);
-        if (!d.jp->prq && !d.jp->umq)
-            jp_release(q, d.jp, d.prev_cube);
+        jp_unlink(q, d.jp, 0, best, d.prev_cube);
         it = best;
         goto matched;
     }
@@ -716,7 +776,7 @@ void mdq_match_append_unexpected(mdq_match_queue_t *q, mdq_match_item_t *item,
     if (L->is4d) {
         mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
         if (LIKELY(jp != NULL)) {
-            ilist_append(&jp->umq, item);
+            jp_add(q, jp, 1, item);
             if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
                 all_append(&q->all_umq, item);
             item->home = MDQ_HOME(jp, MDQ_HOME_JP_UMQ);
@@ -765,15 +825,20 @@ static mdq_match_item_t *umq_find_any(mdq_match_queue_t *q, int32_t tag, uint64_
             for (mdq_jp_t *j = c->slot[s]; j; j = j->next) {
                 v++;
                 left--;
-                /* the first tag match of a JumpPoint is its oldest */
-                for (mdq_match_item_t *it = j->umq; it; it = it->next) {
-                    v++;
-                    if (tag_ok(tag, it->tag)) {
-                        if (!best || it->seq < best->seq)
-                            best = it;
-                        if (first)
-                            goto done;
-                        break;
+                /* the first tag match of a list is its oldest */
+                const uint32_t nl = j->split ? ds : 1u;
+                v += j->split ? ds : 0; /* the c0 table entries */
+                for (uint32_t c0 = 0; c0 < nl; c0++) {
+                    for (mdq_match_item_t *it = *jp_list(j, 1, (int32_t) c0, L->bits); it;
+                         it = it->next) {
+                        v++;
+                        if (tag_ok(tag, it->tag)) {
+                            if (!best || it->seq < best->seq)
+                                best = it;
+                            if (first)
+                                goto done;
+                            break;
+                        }
                     }
                 }
             }
@@ -824,7 +889,8 @@ mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, 
     descent_t d;
     v = descend(q, (uint32_t) rank, &d);
     if (d.jp) {
-        for (it = d.jp->umq; it; it = it->next) {
+        v += d.jp->split; /* the c0 table entry */
+        for (it = *jp_list(d.jp, 1, rank, L->bits); it; it = it->next) {
             v++;
             if (it->rank == rank && tag_ok(tag, it->tag)) {
                 q->stats.visits += v;
@@ -858,7 +924,7 @@ void mdq_match_append_posted(mdq_match_queue_t *q, mdq_match_item_t *item,
     if (L->is4d && item->rank != MDQ_MATCH_ANY_SOURCE) {
         mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
         if (LIKELY(jp != NULL)) {
-            ilist_append(&jp->prq, item);
+            jp_add(q, jp, 0, item);
             item->home = MDQ_HOME(jp, MDQ_HOME_JP_PRQ);
             bump_gen(L);
             cursor_clear(cur);
@@ -888,13 +954,7 @@ bool mdq_match_remove(mdq_match_queue_t *q, mdq_match_item_t *item)
         ilist_unlink(kind & 1 ? &q->cil.unexpected : &q->cil.posted, item);
     } else {
         mdq_jp_t *jp = base;
-        if (kind & 1) {
-            umq_unlink_4d(q, jp, item, NULL);
-        } else {
-            ilist_unlink(&jp->prq, item);
-            if (!jp->prq && !jp->umq)
-                jp_release(q, jp, NULL);
-        }
+        jp_unlink(q, jp, kind & 1, item, NULL);
     }
     if (kind & 1)
         q->stats.umq_length--;

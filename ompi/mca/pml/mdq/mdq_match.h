@@ -93,15 +93,23 @@ typedef struct mdq_match_queue mdq_match_queue_t;
  *   C3_ARRAY  Cubes are found through an array of ceil(S / ds^3) <= ds
  *             pointers instead of the ordered c3 list (1 visit, not up to ds).
  *             +8 B per queue (array pointer) + 8*ceil(S/ds^3) B.
+ *   SPLIT     a JumpPoint that comes to hold more than ds items gets a table
+ *             of per-rank PRQ/UMQ heads: a search scans its own rank's items
+ *             only (+1 visit for the table entry). The table lives until the
+ *             JumpPoint empties. +0 B per queue; +(16 + 16*ds) B per busy
+ *             JumpPoint, counted with the Cubes and JumpPoints (pool bytes).
  * In linear mode (small communicators) the features have no effect on
  * searching; the per-queue bytes are still reported (the fields exist). */
 #define MDQ_MATCH_FEAT_ALL_UMQ 0x1u
 #define MDQ_MATCH_FEAT_LAST_HIT 0x2u
 #define MDQ_MATCH_FEAT_C3_ARRAY 0x4u
-#define MDQ_MATCH_FEAT_MASK 0x7u
+#define MDQ_MATCH_FEAT_SPLIT 0x8u
+#define MDQ_MATCH_FEAT_MASK 0xfu
 /* the published design of the thesis (object sizes of its Table 4.4) */
 #define MDQ_MATCH_FEAT_SEED 0u
 /* what mdq_match_queue_create uses (chosen from docs/bench-match.md) */
+/* SPLIT is not in the defaults: it loses 10-30 % on forward matching with
+ * deep per-rank queues (docs/bench-match.md) */
 #define MDQ_MATCH_FEAT_DEFAULT (MDQ_MATCH_FEAT_ALL_UMQ | MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY)
 /* recommended small-communicator cutoff adjustment (bench crossover S ~ 36-40) */
 #define MDQ_MATCH_ADJUSTMENT_DEFAULT 3.0

@@ -25,6 +25,9 @@
  *       linear mode or without the feature
  *   -16 C3_ARRAY wrong: a Cube not at its c3 entry, the Cube list in use
  *       with the array, or an array without the feature
+ *   -18 JumpPoint item count wrong, an item on the wrong per-rank list of a
+ *       split JumpPoint, a split table without the feature, or the split
+ *       tally wrong
  *   -17 LAST_HIT wrong: the cached JumpPoint is not a live JumpPoint of this
  *       queue with key rank >> bits, or a cache without the feature
  */
@@ -86,6 +89,7 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
     const bool has_all = q->features & MDQ_MATCH_FEAT_ALL_UMQ;
     const bool has_tab = q->features & MDQ_MATCH_FEAT_C3_ARRAY;
     bool last_seen = false;
+    uint64_t nsplit = 0;
 
     if ((q->features & ~MDQ_MATCH_FEAT_MASK) || has_tab != (q->c3tab != NULL))
         return -16;
@@ -128,12 +132,36 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
                         return -4;
                     if (j->prev != pj || j->cube != c)
                         return -6;
-                    if (!j->prq && !j->umq)
+                    uint64_t p0 = nposted, u0 = nunexp;
+                    if (j->split) {
+                        if (!(q->features & MDQ_MATCH_FEAT_SPLIT) || j->unused)
+                            return -18;
+                        nsplit++;
+                        for (uint32_t c0 = 0; c0 < ds; c0++) {
+                            const mdq_match_item_t *lp = j->c0tab[c0], *lu = j->c0tab[ds + c0];
+                            if ((rc = check_list(q, (mdq_match_item_t *) lp, MDQ_HOME(j, MDQ_HOME_JP_PRQ), 0,
+                                                 j, &nposted)))
+                                return rc;
+                            if ((rc = check_list(q, (mdq_match_item_t *) lu, MDQ_HOME(j, MDQ_HOME_JP_UMQ), 0,
+                                                 j, &nunexp)))
+                                return rc;
+                            for (; lp; lp = lp->next)
+                                if (((uint32_t) lp->rank & (ds - 1)) != c0)
+                                    return -18;
+                            for (; lu; lu = lu->next)
+                                if (((uint32_t) lu->rank & (ds - 1)) != c0)
+                                    return -18;
+                        }
+                    } else {
+                        if ((rc = check_list(q, j->prq, MDQ_HOME(j, MDQ_HOME_JP_PRQ), 0, j, &nposted)))
+                            return rc;
+                        if ((rc = check_list(q, j->umq, MDQ_HOME(j, MDQ_HOME_JP_UMQ), 0, j, &nunexp)))
+                            return rc;
+                    }
+                    if (nposted + nunexp == p0 + u0)
                         return -5;
-                    if ((rc = check_list(q, j->prq, MDQ_HOME(j, MDQ_HOME_JP_PRQ), 0, j, &nposted)))
-                        return rc;
-                    if ((rc = check_list(q, j->umq, MDQ_HOME(j, MDQ_HOME_JP_UMQ), 0, j, &nunexp)))
-                        return rc;
+                    if (nposted + nunexp - p0 - u0 != j->count)
+                        return -18;
                     if (j == q->last_jp) {
                         if (q->last_key != (((c->c3 << L->bits | j->c2) << L->bits) | j->c1))
                             return -17;
@@ -150,6 +178,8 @@ int mdq_match_check_invariants(const mdq_match_queue_t *q)
     }
     if (q->last_jp && !last_seen)
         return -17;
+    if (nsplit != q->n_splits)
+        return -18;
     if (has_all && L->is4d) {
         /* exactly the 4D unexpected items, ascending seq, links consistent */
         uint64_t n = 0;

@@ -26,9 +26,22 @@ struct mdq_jp {
     mdq_jp_t *next;         /* next JumpPoint in ascending c1 order */
     mdq_jp_t *prev;         /* previous one, NULL for the head of cube->slot[c2] */
     mdq_cube_t *cube;       /* owning Cube */
-    mdq_match_item_t *prq;  /* posted receives, posting order */
-    mdq_match_item_t *umq;  /* unexpected messages, arrival order */
-    uint32_t c1, c2;
+    union {
+        struct {
+            mdq_match_item_t *prq; /* posted receives, posting order */
+            mdq_match_item_t *umq; /* unexpected messages, arrival order */
+        };
+        /* SPLIT (split != 0): 2*ds per-rank heads, [c0] PRQ and [ds + c0] UMQ;
+         * the table is a pool object of class bits+1 (16 + 16*ds B) */
+        struct {
+            mdq_match_item_t **c0tab;
+            mdq_match_item_t *unused;
+        };
+    };
+    uint8_t c1, c2;         /* < ds <= 256 */
+    uint8_t split;
+    uint8_t spare;
+    uint32_t count;         /* items queued in this JumpPoint (PRQ + UMQ) */
 };
 
 /* Cube (one value of c3): the c2 dimension as an array of c1-list heads. */
@@ -68,6 +81,7 @@ struct mdq_match_queue {
     uint32_t last_key;         /* LAST_HIT: rank >> bits of last_jp */
     uint32_t spare;
     mdq_cube_t **c3tab;        /* C3_ARRAY: Cube per c3 (then cil.cubes stays NULL) */
+    uint64_t n_splits;         /* SPLIT: live per-rank tables (instrumentation) */
     mdq_match_stats_t stats;
     uint64_t n_cubes; /* tally of live Cubes */
     uint64_t n_jps;   /* tally of live JumpPoints */
