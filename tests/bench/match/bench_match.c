@@ -37,7 +37,7 @@ static struct {
 #define SPEC(l, e, p, m, a, f) {l, e, p, m, a, f}
 static const bm_spec_t S_4D = SPEC("4d", "4d", BM_POLICY_OLDEST, 0, 2.0, 0);
 static const bm_spec_t S_4D_FIRST = SPEC("4d-first", "4d", BM_POLICY_FIRST, 0, 2.0, 0);
-/* the mdq engine with its improved defaults (create = create_ex(FEAT_DEFAULT), adjustment 3.0) */
+/* the mdq engine with its improved defaults (create = create_ex(FEAT_DEFAULT), adjustment 3.5) */
 static const bm_spec_t S_4D_NEW = SPEC("4d-new", "4d", BM_POLICY_OLDEST, 0, MDQ_MATCH_ADJUSTMENT_DEFAULT,
                                        MDQ_MATCH_FEAT_DEFAULT);
 /* one optional structure of the mdq engine at a time */
@@ -45,7 +45,7 @@ static const bm_spec_t S_4D_ALL = SPEC("4d+all", "4d", BM_POLICY_OLDEST, 0, 2.0,
 static const bm_spec_t S_4D_HIT = SPEC("4d+hit", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_LAST_HIT);
 static const bm_spec_t S_4D_C3 = SPEC("4d+c3", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_C3_ARRAY);
 static const bm_spec_t S_4D_SPLIT = SPEC("4d+split", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_SPLIT);
-static const bm_spec_t S_4D_NEW_4D = SPEC("4d-new-forced", "4d", BM_POLICY_OLDEST, 2, 3.0,
+static const bm_spec_t S_4D_NEW_4D = SPEC("4d-new-forced", "4d", BM_POLICY_OLDEST, 2, MDQ_MATCH_ADJUSTMENT_DEFAULT,
                                           MDQ_MATCH_FEAT_DEFAULT);
 static const bm_spec_t S_LIST = SPEC("list", "list", BM_POLICY_OLDEST, 0, 0, 0);
 static const bm_spec_t S_ARRAY = SPEC("array", "array", BM_POLICY_OLDEST, 0, 0, 0);

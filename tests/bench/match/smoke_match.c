@@ -8,7 +8,7 @@
  *    engine's object sizes (derived by probing), and the published Table 4.5
  *    values and ratios when the sizes are the thesis' (56/48/16+8ds);
  *  - the same for the mdq engine's improved default design (`4d-new`:
- *    MDQ_MATCH_FEAT_DEFAULT, adjustment 3.0): k + 1 (c3 array) + 1 + JPs +
+ *    MDQ_MATCH_FEAT_DEFAULT, adjustment 3.5): k + 1 (c3 array) + 1 + JPs +
  *    items on a descent, k + 1 + items on a last-hit; ContextIdLead
  *    56 + 8 (ALL_UMQ) + 16 (LAST_HIT) + 8 + 8*ceil(S/ds^3) (C3_ARRAY) B,
  *    56 B items, and the 1M full queue within 1/20 of the array;
@@ -120,11 +120,11 @@ static void test_visits_new(void)
           "4d-new 4096: 19 visits (seed 26)");
     CHECK(last_item_visits_warm(&S_4D_NEW, 65536, 1, 1, true, &m) == 35 && m,
           "4d-new 65536: 35 visits (seed 50)");
-    /* threshold (3*4+1)*3.0 = 39 for ds = 4 */
-    CHECK(last_item_visits(&S_4D_NEW, 38, 1, 1, &m) == 1 + 37 && m, "4d-new auto S=38 is linear: 1+37");
-    CHECK(last_item_visits_warm(&S_4D_NEW, 39, 1, 1, true, &m) == bm_4d_visits_full(39, 1, 38, 1)
-                                                                  - ((38u >> 6) + 1) + 1 && m,
-          "4d-new auto S=39 is 4D");
+    /* threshold (3*4+1)*3.5 = 45.5 -> 46 for ds = 4 */
+    CHECK(last_item_visits(&S_4D_NEW, 45, 1, 1, &m) == 1 + 44 && m, "4d-new auto S=45 is linear: 1+44");
+    CHECK(last_item_visits_warm(&S_4D_NEW, 46, 1, 1, true, &m) == bm_4d_visits_full(46, 1, 45, 1)
+                                                                  - ((45u >> 6) + 1) + 1 && m,
+          "4d-new auto S=46 is 4D");
 }
 
 static void test_visits(void)

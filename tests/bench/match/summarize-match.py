@@ -318,5 +318,5 @@ for E in ("4d", "4d-new"):
             E, human(e4), ea / e4, human(ea), yes(e4 * 20 <= ea)))
 if cross:
     p("- linear/4D crossover in the ds = 4 range: " + ", ".join("%s %s at S = %s" % (e, w, c) for (e, w), c in cross.items())
-      + " (seed threshold (3*4+1)*2.0 = 26; default now (3*4+1)*3.0 = 39).")
+      + " (seed threshold (3*4+1)*2.0 = 26; default now (3*4+1)*3.5 = 46).")
 print("\n".join(out))

@@ -111,8 +111,10 @@ typedef struct mdq_match_queue mdq_match_queue_t;
 /* SPLIT is not in the defaults: it loses 10-30 % on forward matching with
  * deep per-rank queues (docs/bench-match.md) */
 #define MDQ_MATCH_FEAT_DEFAULT (MDQ_MATCH_FEAT_ALL_UMQ | MDQ_MATCH_FEAT_LAST_HIT | MDQ_MATCH_FEAT_C3_ARRAY)
-/* recommended small-communicator cutoff adjustment (bench crossover S ~ 36-40) */
-#define MDQ_MATCH_ADJUSTMENT_DEFAULT 3.0
+/* recommended small-communicator cutoff adjustment: threshold (3*4+1)*3.5 =
+ * 46 ranks for ds = 4, where random-order matching in the default design
+ * crosses over from linear to 4D (bench: S ~ 44-56; seed design ~ 40-44) */
+#define MDQ_MATCH_ADJUSTMENT_DEFAULT 3.5
 
 /* ---- sizing (pure functions, exposed for tests and the pml) ---- */
 /* ds = max(4, 2^ceil(log2(size)/4)); returns log2(ds) */
