@@ -12,7 +12,9 @@
  *   anysrc     fraction of ANY_SOURCE receives, PRQ and UMQ side, both policies
  *   apps       halo (26 neighbours), radix all-to-all bursts, N-body many-source
  *   tuning     4D vs linear mode of the mdq engine around the size threshold
- *   improve    candidate improvements (bench-local 4dx variants) vs the seed design
+ *   improve    the mdq options one by one (4d+all, +hit, +c3, +split) and the
+ *              defaults (4d-new) vs the seed design (4d), plus the bench-local 4dx
+ *              variants mdq does not have (c1 array, lazy GC)
  * usage: match_bench [--quick] [--out DIR] [--only SECTION[,SECTION...]]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -45,6 +47,9 @@ static const bm_spec_t S_4D_ALL = SPEC("4d+all", "4d", BM_POLICY_OLDEST, 0, 2.0,
 static const bm_spec_t S_4D_HIT = SPEC("4d+hit", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_LAST_HIT);
 static const bm_spec_t S_4D_C3 = SPEC("4d+c3", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_C3_ARRAY);
 static const bm_spec_t S_4D_SPLIT = SPEC("4d+split", "4d", BM_POLICY_OLDEST, 0, 2.0, MDQ_MATCH_FEAT_SPLIT);
+/* every mdq option: the defaults plus SPLIT */
+static const bm_spec_t S_4D_EVERY = SPEC("4d-new+split", "4d", BM_POLICY_OLDEST, 0, MDQ_MATCH_ADJUSTMENT_DEFAULT,
+                                         MDQ_MATCH_FEAT_MASK);
 static const bm_spec_t S_4D_NEW_4D = SPEC("4d-new-forced", "4d", BM_POLICY_OLDEST, 2, MDQ_MATCH_ADJUSTMENT_DEFAULT,
                                           MDQ_MATCH_FEAT_DEFAULT);
 static const bm_spec_t S_LIST = SPEC("list", "list", BM_POLICY_OLDEST, 0, 0, 0);
@@ -757,9 +762,9 @@ static void sec_tuning(void)
 static void sec_improve(void)
 {
     FILE *f = open_csv("improve");
-    const bm_spec_t *specs[] = {&S_4D,     &S_4D_ALL, &S_4D_HIT, &S_4D_C3,  &S_4D_SPLIT,
-                                &S_4D_NEW, &S_X,      &S_X_C3C1, &S_X_LAZY, &S_X_BEST,
-                                &S_ARRAY,  &S_HASH,   NULL};
+    const bm_spec_t *specs[] = {&S_4D,     &S_4D_ALL,   &S_4D_HIT, &S_4D_C3,   &S_4D_SPLIT,
+                                &S_4D_NEW, &S_4D_EVERY, &S_X,      &S_X_C3C1,  &S_X_LAZY,
+                                &S_X_BEST, &S_ARRAY,    &S_HASH,   NULL};
     static const uint32_t sizes[] = {4096, 65536, 1048576};
     for (size_t si = 0; si < 3; si++)
         for (uint32_t t = 1; t <= 10; t += 9) {

@@ -1,6 +1,6 @@
 /*
  * Adapter: the mdq pml's 4D matching engine (ompi/mca/pml/mdq/mdq_match.h),
- * used unchanged behind the bench interface. One mdq queue per contextId,
+ * through its public API only, behind the bench interface. One mdq queue per contextId,
  * all sharing one pool; the queues are found through an MVAPICH-style
  * ContextIdLead list. The engine already counts one visit for its own queue
  * head (ContextIdLead) per search and charges the ContextIdLead to the pool,
