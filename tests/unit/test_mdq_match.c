@@ -43,6 +43,11 @@ static void feat_all_only_setup(void)
     g_feat = MDQ_MATCH_FEAT_ALL_UMQ;
 }
 
+static void feat_every_setup(void)
+{
+    g_feat = MDQ_MATCH_FEAT_MASK;
+}
+
 static void feat_teardown(void)
 {
     g_feat = MDQ_MATCH_FEAT_SEED;
@@ -1034,19 +1039,33 @@ static Suite *suite(void)
     tcase_add_test(tc, test_decompose);
     suite_add_tcase(s, tc);
 
-    tc = tcase_create("semantics");
-    tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, test_exact_match, 0, NCFG);
-    tcase_add_loop_test(tc, test_any_tag, 0, NCFG);
-    tcase_add_loop_test(tc, test_fifo, 0, NCFG);
-    tcase_add_loop_test(tc, test_ordering_oracle, 0, NCFG);
-    tcase_add_test(tc, test_anysource_policies);
-    tcase_add_loop_test(tc, test_probe_idempotent, 0, NCFG);
-    tcase_add_loop_test(tc, test_mprobe, 0, NCFG);
-    tcase_add_loop_test(tc, test_cancel, 0, NCFG);
-    tcase_add_loop_test(tc, test_cursor_free_ride, 0, NCFG);
-    tcase_add_loop_test(tc, test_drain_order, 0, NCFG);
-    suite_add_tcase(s, tc);
+    /* the semantic tests in the seed design, then with the defaults, ALL_UMQ
+     * alone and every option (SPLIT included) */
+    static const struct {
+        const char *name;
+        void (*setup)(void);
+    } designs[] = {{"semantics", NULL},
+                   {"semantics_default_features", feat_default_setup},
+                   {"semantics_all_umq", feat_all_only_setup},
+                   {"semantics_every_feature", feat_every_setup}};
+    for (size_t f = 0; f < sizeof designs / sizeof designs[0]; f++) {
+        tc = tcase_create(designs[f].name);
+        tcase_set_timeout(tc, 60);
+        if (designs[f].setup)
+            tcase_add_checked_fixture(tc, designs[f].setup, feat_teardown);
+        else /* policy FIRST differs from OLDEST only without ALL_UMQ */
+            tcase_add_test(tc, test_anysource_policies);
+        tcase_add_loop_test(tc, test_exact_match, 0, NCFG);
+        tcase_add_loop_test(tc, test_any_tag, 0, NCFG);
+        tcase_add_loop_test(tc, test_fifo, 0, NCFG);
+        tcase_add_loop_test(tc, test_ordering_oracle, 0, NCFG);
+        tcase_add_loop_test(tc, test_probe_idempotent, 0, NCFG);
+        tcase_add_loop_test(tc, test_mprobe, 0, NCFG);
+        tcase_add_loop_test(tc, test_cancel, 0, NCFG);
+        tcase_add_loop_test(tc, test_cursor_free_ride, 0, NCFG);
+        tcase_add_loop_test(tc, test_drain_order, 0, NCFG);
+        suite_add_tcase(s, tc);
+    }
 
     tc = tcase_create("cost_and_memory");
     tcase_set_timeout(tc, 60);
@@ -1067,23 +1086,6 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, test_feat_last_hit_and_c3_visits, 0, 2);
     tcase_add_test(tc, test_feat_split);
     suite_add_tcase(s, tc);
-
-    /* the semantic tests again, with the default and the ALL_UMQ-only designs */
-    for (int f = 0; f < 2; f++) {
-        tc = tcase_create(f ? "semantics_all_umq" : "semantics_default_features");
-        tcase_set_timeout(tc, 60);
-        tcase_add_checked_fixture(tc, f ? feat_all_only_setup : feat_default_setup, feat_teardown);
-        tcase_add_loop_test(tc, test_exact_match, 0, NCFG);
-        tcase_add_loop_test(tc, test_any_tag, 0, NCFG);
-        tcase_add_loop_test(tc, test_fifo, 0, NCFG);
-        tcase_add_loop_test(tc, test_ordering_oracle, 0, NCFG);
-        tcase_add_loop_test(tc, test_probe_idempotent, 0, NCFG);
-        tcase_add_loop_test(tc, test_mprobe, 0, NCFG);
-        tcase_add_loop_test(tc, test_cancel, 0, NCFG);
-        tcase_add_loop_test(tc, test_cursor_free_ride, 0, NCFG);
-        tcase_add_loop_test(tc, test_drain_order, 0, NCFG);
-        suite_add_tcase(s, tc);
-    }
     return s;
 }
 
