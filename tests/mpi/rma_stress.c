@@ -91,6 +91,8 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
 
     for (int r = 0; r < rounds; ++r) {
+        rng_seed(seed, r + 1, 1u << 20);
+        int next_mode = rng(NMODES);
         rng_seed(seed, r, 1u << 20);
         int mode = rng(NMODES);
         int m = make_ops(seed, r, rank, ops);
@@ -142,6 +144,16 @@ int main(int argc, char **argv)
         switch (mode) {
         case M_FENCE: MPI_Win_fence(0, win); break;
         case M_PSCW: MPI_Win_complete(win); MPI_Win_wait(win); break;
+        default: break;
+        }
+        /* a passive-target round may only start once every exposure of this
+         * round ended everywhere (MPI: no lock while exposed); active-target
+         * rounds follow each other through grants alone */
+        switch (mode) {
+        case M_FENCE:
+        case M_PSCW:
+            if (M_FENCE != next_mode && M_PSCW != next_mode) MPI_Barrier(MPI_COMM_WORLD);
+            break;
         case M_LOCK_ALL_FLUSH: MPI_Win_flush_all(win); /* fall through */
         case M_LOCK_ALL: MPI_Win_unlock_all(win); MPI_Barrier(MPI_COMM_WORLD); break;
         default: MPI_Barrier(MPI_COMM_WORLD); break;

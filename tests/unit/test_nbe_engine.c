@@ -553,6 +553,53 @@ START_TEST(idle_fence_then_lock)
 }
 END_TEST
 
+/* a target whose idle fence epoch was closed implicitly still grants locks,
+ * although a third process has not closed that fence epoch yet */
+START_TEST(implicit_fence_close_does_not_block_locks)
+{
+    sim_init(3, 0);
+    nbe_req_t *r[3], *u, *l;
+    for (int p = 0; p < 3; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 3; ++p) wait_req(r[p]);
+    ck_assert_int_eq(nbe_ilock(S.e[1], NBE_LOCK_SHARED, 1, 0, &l), NBE_OK);   /* 1 locks itself */
+    wait_req(l);
+    ck_assert_int_eq(nbe_iunlock(S.e[1], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(nbe_engine_closing_exposures(S.e[1]), 0);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    wait_req(l);                                       /* granted: 2 never closed its fence */
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    sim_fini();
+}
+END_TEST
+
+/* an explicitly closed exposure blocks lock grants until it completes */
+START_TEST(closing_exposure_defers_lock_grant)
+{
+    sim_init(3, 0);
+    int o[] = { 0 }, t[] = { 1 };
+    nbe_req_t *w, *c, *u;
+    ck_assert_int_eq(nbe_ipost(S.e[1], o, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_engine_closing_exposures(S.e[1]), 1);
+    ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    put(2, 1, 0, 2, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][0], 0);                  /* not granted yet */
+    ck_assert_int_eq(nbe_istart(S.e[0], t, 1, 0, NULL), NBE_OK);
+    put(0, 1, 0, 1, NBE_OK);
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
+    wait_req(c);
+    wait_req(w);
+    ck_assert_int_eq(nbe_iunlock(S.e[2], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][0], 2);                  /* the lock epoch came after the exposure */
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -573,6 +620,8 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
     tcase_add_test(tc, win_test_polls_exposure);
     tcase_add_loop_test(tc, idle_fence_then_lock, 0, 2);
+    tcase_add_test(tc, implicit_fence_close_does_not_block_locks);
+    tcase_add_test(tc, closing_exposure_defers_lock_grant);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,7 @@ struct nbe_epoch {
     int               fence_granted;
     int               fence_done_sent;
     int               had_ops;
+    int               closing_counted;  /* counted in closing_expo */
     nbe_op_t         *qh, *qt;    /* recorded operations, FIFO */
     size_t            queued;
     nbe_req_t        *open_req, *close_req;
@@ -77,6 +78,8 @@ struct nbe_engine {
     uint64_t         pending_local_total;
     size_t           queued_total;
     int              in_progress;
+    int              closing_expo;   /* exposures closed by the app, not complete */
+    volatile int64_t *expo_word;
     nbe_stats_t      stats;
 };
 
@@ -228,11 +231,24 @@ static void epoch_append(nbe_engine_t *e, nbe_epoch_t *ep)
     e->stats.epochs_opened++;
 }
 
+static void set_closing(nbe_engine_t *e, int delta)
+{
+    e->closing_expo += delta;
+    if (e->expo_word) __atomic_store_n(e->expo_word, (int64_t) e->closing_expo, __ATOMIC_SEQ_CST);
+}
+
 static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
 {
     ep->app_open = 0;
     ep->close_seq = ++e->seq;
     ep->close_req = req;
+    /* an idle fence epoch closed implicitly is not counted: its peers may
+     * close it much later (at their next synchronization on the window) */
+    if ((NBE_EP_POST == ep->kind || NBE_EP_FENCE == ep->kind) && NBE_EPOCH_COMPLETE != ep->state &&
+        !ep->implicit) {
+        ep->closing_counted = 1;
+        set_closing(e, 1);
+    }
 }
 
 static int fence_granted(nbe_engine_t *e, nbe_epoch_t *ep)
@@ -494,6 +510,14 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
         nbe_trait_t *tr = trait(e, l->rank);
+        if (!ep->app_open && 0 == l->id && !l->closed_sent && NULL == ep->qh &&
+            tr->ops_out <= tr->flush_acked && 0 == tr->pending_local) {
+            /* NOCHECK: the target holds no lock state for us; with every
+             * counted message already acknowledged there is nothing to wait for */
+            l->closed_sent = 1;
+            l->finished = 1;
+            changed = 1;
+        }
         if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
             l->unlock_seq = ++tr->unlock_seq;
             send_ctrl(e, l->rank, NBE_CTRL_UNLOCK, l->unlock_seq, tr->ops_out, 0,
@@ -522,6 +546,7 @@ static void finish_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
     if (ep->next) ep->next->prev = ep->prev;
     else e->tail = ep->prev;
     e->nepochs--;
+    if (ep->closing_counted) set_closing(e, -1);
     req_done(e, ep->open_req);
     req_done(e, ep->close_req);
     /* flushes bound to this epoch are complete with it */
@@ -564,6 +589,7 @@ static void lock_release(nbe_engine_t *e)
 static int lock_try_grant(nbe_engine_t *e)
 {
     int changed = 0;
+    if (e->closing_expo > 0) return 0;   /* an exposure is ending: no lock overlaps it */
     while (e->lkq_head) {
         nbe_lock_waiter_t *w = e->lkq_head;
         if (NBE_LOCK_EXCLUSIVE == w->type && LK_FREE == e->lk_mode) {
@@ -1170,6 +1196,17 @@ int nbe_engine_can_free(nbe_engine_t *e)
         nbe_progress(e);
     }
     return NBE_OK;
+}
+
+int nbe_engine_closing_exposures(const nbe_engine_t *e)
+{
+    return e->closing_expo;
+}
+
+void nbe_engine_set_exposure_word(nbe_engine_t *e, volatile int64_t *word)
+{
+    e->expo_word = word;
+    if (word) __atomic_store_n(word, (int64_t) e->closing_expo, __ATOMIC_SEQ_CST);
 }
 
 nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *e)

@@ -85,6 +85,10 @@ typedef struct ompi_osc_nbe_module {
      * mapping, rank r's segment at shm_off[r]; RMA goes directly through it */
     char                  *shm_base;
     volatile int32_t      *shm_acc_lock;   /* serializes accumulates of all processes */
+    volatile int64_t      *shm_locks;      /* per-rank window lock words (0 free, >0 shared, -1 excl) */
+    volatile int64_t      *shm_expo;       /* per-rank count of ending exposures (engine mirror) */
+    int                    shm_lock_all;   /* lock_all held through the lock words */
+    uint8_t               *shm_held;       /* lock words this process holds, per target */
     size_t                 shm_len;
     uint64_t              *shm_off;
     bool                   freeing;
@@ -171,6 +175,8 @@ static inline void *ompi_osc_nbe_shm_ptr(ompi_osc_nbe_module_t *module, int peer
     return module->shm_base + module->shm_off[peer] + (addr - module->peers[peer].base);
 }
 void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
+void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 

@@ -279,7 +279,10 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 static void module_release(ompi_osc_nbe_module_t *module)
 {
     if (NULL == module) return;
-    if (module->engine) nbe_engine_destroy(module->engine);
+    if (module->engine) {
+        nbe_engine_set_exposure_word(module->engine, NULL);
+        nbe_engine_destroy(module->engine);
+    }
     OBJ_DESTRUCT(&module->outq);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
@@ -373,6 +376,8 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         module_release(module);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+
+    if (module->shm_expo) nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
 
     opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, module->cid, module);
     opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);

@@ -16,6 +16,7 @@
 #define NBE_SHM_HEADER 64
 
 #include "opal/util/output.h"
+#include "opal/runtime/opal_progress.h"
 #include "ompi/group/group.h"
 
 int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base)
@@ -41,8 +42,9 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **b
         free(sizes);
         return rc;
     }
-    /* a 64-byte header (the accumulate lock), then the segments back to back */
-    uint64_t total = NBE_SHM_HEADER;
+    /* a header (accumulate lock, one lock word per rank), then the segments
+     * back to back */
+    uint64_t total = (NBE_SHM_HEADER + 16 * (uint64_t) n + 63) & ~(uint64_t) 63;
     for (int r = 0; r < n; ++r) {
         module->shm_off[r] = total;
         total += sizes[r];
@@ -78,6 +80,10 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **b
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     module->shm_acc_lock = (volatile int32_t *) module->shm_base;
+    module->shm_locks = (volatile int64_t *) (module->shm_base + NBE_SHM_HEADER);
+    module->shm_expo = module->shm_locks + n;
+    module->shm_held = calloc((size_t) n, 1);
+    if (NULL == module->shm_held) return OMPI_ERR_OUT_OF_RESOURCE;
     *base = module->shm_base + module->shm_off[module->rank];
     return OMPI_SUCCESS;
 }
@@ -95,6 +101,34 @@ void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
     }
 }
 
+/* window locks of shared-memory windows: a word per rank in the segment,
+ * taken with atomics by the origin itself (no message to the target) */
+void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
+{
+    volatile int64_t *w = &module->shm_locks[target];
+    for (;;) {
+        int64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
+        if (exclusive ? 0 == v : v >= 0) {
+            int64_t nv = exclusive ? -1 : v + 1;
+            if (__atomic_compare_exchange_n(w, &v, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+                /* as the engine's lock manager: never overlap the end of an
+                 * exposure epoch of the target */
+                if (0 == __atomic_load_n(&module->shm_expo[target], __ATOMIC_SEQ_CST)) return;
+                ompi_osc_nbe_shm_win_unlock(module, target);
+            }
+            else continue;
+        }
+        opal_progress();   /* keep serving the others while waiting */
+    }
+}
+
+void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target)
+{
+    volatile int64_t *w = &module->shm_locks[target];
+    if (-1 == __atomic_load_n(w, __ATOMIC_RELAXED)) __atomic_store_n(w, 0, __ATOMIC_RELEASE);
+    else __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
+}
+
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
 {
     __atomic_store_n(module->shm_acc_lock, 0, __ATOMIC_RELEASE);
@@ -105,6 +139,10 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     if (module->shm_base) munmap(module->shm_base, module->shm_len);
     module->shm_base = NULL;
     module->shm_acc_lock = NULL;
+    module->shm_locks = NULL;
+    module->shm_expo = NULL;
+    free(module->shm_held);
+    module->shm_held = NULL;
     free(module->shm_off);
     module->shm_off = NULL;
 }

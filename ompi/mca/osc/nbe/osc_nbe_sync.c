@@ -173,10 +173,23 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
     nbe_req_t *req = NULL;
     bool self = target == module->rank;
     int type = (MPI_LOCK_EXCLUSIVE == lock_type) ? NBE_LOCK_EXCLUSIVE : NBE_LOCK_SHARED;
+    int rc;
+
+    if (module->shm_locks) {
+        /* shared-memory window: the origin takes the target's lock word
+         * itself; the engine epoch needs no grant (NOCHECK) */
+        rc = nbe_ilock(module->engine, type, target, NBE_MODE_NOCHECK, NULL);
+        if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+        if (!(assert & MPI_MODE_NOCHECK)) {
+            ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
+            module->shm_held[target] = 1;
+        }
+        return OMPI_SUCCESS;
+    }
     /* the lock request leaves eagerly; the epoch's operations wait for the
      * grant. Only a lock of self must be held on return (local loads and
      * stores follow it). */
-    int rc = nbe_ilock(module->engine, type, target, nbe_assert(assert), self ? &req : NULL);
+    rc = nbe_ilock(module->engine, type, target, nbe_assert(assert), self ? &req : NULL);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     if (self) return ompi_osc_nbe_wait_req(module, req);
     ompi_osc_nbe_progress_module(module);
@@ -189,13 +202,29 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    rc = ompi_osc_nbe_wait_req(module, req);
+    /* release the lock word only once the epoch's operations completed */
+    if (module->shm_held && module->shm_held[target]) {
+        module->shm_held[target] = 0;
+        ompi_osc_nbe_shm_win_unlock(module, target);
+    }
+    return rc;
 }
 
 int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    int rc = nbe_ilock_all(module->engine, nbe_assert(assert), NULL);
+    int rc;
+    if (module->shm_locks) {
+        rc = nbe_ilock_all(module->engine, NBE_MODE_NOCHECK, NULL);
+        if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+        module->shm_lock_all = !(assert & MPI_MODE_NOCHECK);
+        if (module->shm_lock_all) {
+            for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_lock(module, r, false);
+        }
+        return OMPI_SUCCESS;
+    }
+    rc = nbe_ilock_all(module->engine, nbe_assert(assert), NULL);
     if (NBE_OK == rc) ompi_osc_nbe_progress_module(module);
     return ompi_osc_nbe_err(rc);
 }
@@ -206,7 +235,12 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    rc = ompi_osc_nbe_wait_req(module, req);
+    if (module->shm_locks && module->shm_lock_all) {
+        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
+        module->shm_lock_all = 0;
+    }
+    return rc;
 }
 
 int ompi_osc_nbe_sync(struct ompi_win_t *win)
