@@ -42,6 +42,22 @@ int main(int argc, char **argv)
                 }
             }
         }
+        /* to self, non-contiguous receive (btl/self delivers the CTS and the
+         * fragments inside the sender's own calls) */
+        {
+            MPI_Request rq;
+            for (int i = 0; i < n; i++) flat[i] = i ^ 0x5a5a;
+            memset(strided, 0, (2 * (size_t) n + 2) * sizeof(int));
+            MPI_Irecv(strided, 1, vec, rank, 77, MPI_COMM_WORLD, &rq);
+            MPI_Send(flat, n, MPI_INT, rank, 77, MPI_COMM_WORLD);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            for (int i = 0; i < n; i++) if (strided[2 * i] != (i ^ 0x5a5a)) { CHECK(0, "self n=%d elem %d", n, i); break; }
+            memset(strided, 0, (2 * (size_t) n + 2) * sizeof(int));
+            MPI_Irecv(strided, 1, vec, 0, 78, MPI_COMM_SELF, &rq);
+            MPI_Ssend(flat, n, MPI_INT, 0, 78, MPI_COMM_SELF);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            for (int i = 0; i < n; i++) if (strided[2 * i] != (i ^ 0x5a5a)) { CHECK(0, "self ssend n=%d elem %d", n, i); break; }
+        }
         MPI_Type_free(&vec);
         free(strided);
         free(flat);

@@ -211,13 +211,13 @@ static int mca_pml_mdq_component_register(void)
     mdq_register_stat_pvar("match_items_visited", "Items and structure nodes visited by "
                            "searches of the matching queues of live communicators",
                            MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_VISITS);
-    mdq_register_counter_pvar("eager_messages", "Messages sent with the eager protocol",
+    mdq_register_counter_pvar("eager_messages", "Messages sent with the eager protocol (counted by the sender)",
                               &mca_pml_mdq.counters.eager);
-    mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get",
+    mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get (counted by the receiver)",
                               &mca_pml_mdq.counters.rget);
-    mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put",
+    mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put (counted by the sender)",
                               &mca_pml_mdq.counters.rput);
-    mdq_register_counter_pvar("pipeline_messages", "Messages sent with send/receive pipelining",
+    mdq_register_counter_pvar("pipeline_messages", "Messages transferred with send/receive pipelining (counted by the receiver that asked for it, or by the sender when it could not use the RDMA put it was asked for)",
                               &mca_pml_mdq.counters.pipeline);
     mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
                               "was due", &mca_pml_mdq.counters.held_ooo);

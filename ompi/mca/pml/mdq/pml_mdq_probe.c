@@ -32,7 +32,7 @@ static void mdq_status_from_frag(ompi_status_public_t *status, const mca_pml_mdq
     }
     status->MPI_SOURCE = frag->hdr.m.src;
     status->MPI_TAG = frag->hdr.m.tag;
-    status->MPI_ERROR = MPI_SUCCESS;
+    /* MPI_ERROR is left alone: single-status calls do not set it */
     status->_ucount = mdq_frag_msg_length(frag);
     status->_cancelled = 0;
 }

@@ -229,10 +229,14 @@ static void mdq_recv_request_pipeline(mca_pml_mdq_recv_request_t *req)
     mdq_hdr_cts_t cts = {.sreq = req->sreq, .rreq = mdq_ptr_to_u64(req), .addr = 0,
                          .length = req->length, .hlen = 0, .pad = 0};
     req->received = 0;
-    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
-    if (0 == req->length) {
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.pipeline, 1);
+    if (0 == cts.length) {
+        /* nothing will arrive: complete before the request can be reused */
         mca_pml_mdq_recv_request_event_done(req);
     }
+    /* with btl/self the fragments (and our completion) may arrive inside
+     * this call: req must not be touched afterwards */
+    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
 }
 
 int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)

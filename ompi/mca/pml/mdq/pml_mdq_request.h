@@ -24,7 +24,6 @@ enum {
     MDQ_PENDING_FRAGS = 2, /* send: pipeline fragments */
     MDQ_PENDING_PUTS = 3,  /* send: RPUT operations */
     MDQ_PENDING_GETS = 4,  /* recv: RGET operations */
-    MDQ_PENDING_PUTS_DONE = 5, /* send: all puts issued */
 };
 
 typedef struct mca_pml_mdq_send_request {

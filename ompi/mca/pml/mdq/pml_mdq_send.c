@@ -411,11 +411,15 @@ static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_schedule
     return OMPI_SUCCESS;
 }
 
-/* Runs the request's next step; re-entrant calls are folded into the
- * running one. Queues the request for retry when a BTL is out of resources. */
+/* Runs the request's pending step. Re-entrant calls (a BTL may deliver the
+ * peer's CTS or complete a fragment inside our own send call, e.g. btl/self)
+ * are folded into the running one, which then loops. Each phase that
+ * finishes releases its token after the loop. Queues the request for retry
+ * when a BTL is out of resources. */
 void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
 {
-    bool done = false;
+    int tokens = 0;
+    bool puts_done = false;
     int32_t prev;
 
     if (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, 1) > 1) {
@@ -423,50 +427,51 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
     }
     do {
         int rc = OMPI_SUCCESS;
+        bool done = false;
         prev = sendreq->sched;
         switch (sendreq->pending_op) {
         case MDQ_PENDING_START:
+            /* cleared first: a CTS may arrive (and set the next phase)
+             * before the send call returns */
+            sendreq->pending_op = MDQ_PENDING_NONE;
             rc = (MDQ_TAG_RTS == sendreq->protocol) ? mdq_send_rts(sendreq)
                                                     : mdq_send_eager(sendreq);
             if (OMPI_SUCCESS == rc) {
-                sendreq->pending_op = MDQ_PENDING_NONE;
-                done = true;
+                tokens++;
+            } else {
+                sendreq->pending_op = MDQ_PENDING_START;
             }
             break;
         case MDQ_PENDING_FRAGS:
             rc = mdq_send_frags(sendreq, &done);
             if (done) {
                 sendreq->pending_op = MDQ_PENDING_NONE;
+                tokens++;
             }
             break;
         case MDQ_PENDING_PUTS:
             rc = mdq_send_puts(sendreq, &done);
             if (done) {
-                sendreq->pending_op = MDQ_PENDING_PUTS_DONE;
+                sendreq->pending_op = MDQ_PENDING_NONE;
+                puts_done = true;
             }
             break;
         default:
             break;
         }
         if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
-            mca_pml_mdq_pending_add(&mca_pml_mdq.pending_send,
-                                    (opal_list_item_t *) sendreq);
-            prev = OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
-            (void) prev;
-            return;
+            (void) OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
+            mca_pml_mdq_pending_add(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
+            break;
         }
     } while (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -prev) > 0);
 
-    if (done) {
-        if (MDQ_PENDING_PUTS_DONE == sendreq->pending_op) {
-            sendreq->pending_op = MDQ_PENDING_NONE;
-            /* drop the scheduling reference of the RDMA counter */
-            if (0 == OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1)) {
-                mdq_puts_finished(sendreq);
-            }
-            return;
-        }
-        mca_pml_mdq_send_request_event_done(sendreq); /* scheduling token */
+    if (puts_done && 0 == OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1)) {
+        /* the scheduling reference of the RDMA counter was the last one */
+        mdq_puts_finished(sendreq);
+    }
+    while (tokens-- > 0) {
+        mca_pml_mdq_send_request_event_done(sendreq);
     }
 }
 
@@ -587,7 +592,9 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (NULL == sendreq->rdma_btl) {
         /* pipeline (requested, or we cannot put over that BTL: the receiver
          * accepts fragments in either case) */
-        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.pipeline, 1);
+        if (0 != cts->addr) {
+            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.pipeline, 1);
+        }
         sendreq->pending_op = MDQ_PENDING_FRAGS;
     }
     /* the CTS event becomes the scheduling token of this phase */
