@@ -600,6 +600,39 @@ START_TEST(closing_exposure_defers_lock_grant)
 }
 END_TEST
 
+/* MPICH rma/reqops: a process may close a fence epoch while the others still
+ * hold lock_all epochs on it that precede their own fence calls */
+START_TEST(fence_close_does_not_block_earlier_locks)
+{
+    sim_init(3, 0);
+    nbe_req_t *f0a, *f0b, *u1, *u2, *f[3][2];
+    ck_assert_int_eq(nbe_ilock_all(S.e[1], 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_ilock_all(S.e[2], 0, NULL), NBE_OK);
+    /* 0 runs ahead: opens and closes a fence epoch before the lock requests arrive */
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &f0a), NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &f0b), NBE_OK);
+    put(1, 0, 0, 10, NBE_OK);
+    put(2, 0, 1, 20, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[1], &u1), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[2], &u2), NBE_OK);
+    wait_req(u1);
+    wait_req(u2);
+    ck_assert_int_eq(S.mem[0][0], 10);
+    ck_assert_int_eq(S.mem[0][1], 20);
+    for (int p = 1; p < 3; ++p) {
+        ck_assert_int_eq(nbe_ifence(S.e[p], 0, &f[p][0]), NBE_OK);
+        ck_assert_int_eq(nbe_ifence(S.e[p], 0, &f[p][1]), NBE_OK);
+    }
+    wait_req(f0a);
+    wait_req(f0b);
+    for (int p = 1; p < 3; ++p) {
+        wait_req(f[p][0]);
+        wait_req(f[p][1]);
+    }
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -622,6 +655,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, idle_fence_then_lock, 0, 2);
     tcase_add_test(tc, implicit_fence_close_does_not_block_locks);
     tcase_add_test(tc, closing_exposure_defers_lock_grant);
+    tcase_add_test(tc, fence_close_does_not_block_earlier_locks);
     suite_add_tcase(s, tc);
     return s;
 }

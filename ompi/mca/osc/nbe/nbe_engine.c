@@ -242,10 +242,11 @@ static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
     ep->app_open = 0;
     ep->close_seq = ++e->seq;
     ep->close_req = req;
-    /* an idle fence epoch closed implicitly is not counted: its peers may
-     * close it much later (at their next synchronization on the window) */
-    if ((NBE_EP_POST == ep->kind || NBE_EP_FENCE == ep->kind) && NBE_EPOCH_COMPLETE != ep->state &&
-        !ep->implicit) {
+    /* only PSCW exposures: MPI forbids locking an exposed window, so this
+     * cannot stall a correct program. Fence epochs are not counted: others may
+     * still hold passive epochs opened before their matching fence call
+     * (e.g. MPICH rma/reqops), and waiting for them would deadlock. */
+    if (NBE_EP_POST == ep->kind && NBE_EPOCH_COMPLETE != ep->state) {
         ep->closing_counted = 1;
         set_closing(e, 1);
     }

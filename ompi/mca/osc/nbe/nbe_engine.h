@@ -186,8 +186,8 @@ size_t nbe_engine_epochs_count(const nbe_engine_t *eng);
 const nbe_stats_t *nbe_engine_stats(const nbe_engine_t *eng);
 /* NBE_OK if no app-level epoch is open except an idle fence epoch */
 int nbe_engine_can_free(nbe_engine_t *eng);
-/* Number of exposure epochs (post, fence) closed by the application but not
- * yet complete. While it is non-zero the lock manager grants nothing: a lock
+/* Number of PSCW exposure epochs closed by the application (MPI_Win_wait)
+ * but not yet complete. While it is non-zero the lock manager grants nothing: a lock
  * must not overlap the end of an exposure. The optional word mirrors the
  * count for origins that lock through shared memory. */
 int  nbe_engine_closing_exposures(const nbe_engine_t *eng);
