@@ -132,9 +132,14 @@ static void mdq_fill_match(mdq_hdr_match_t *m, mca_pml_mdq_send_request_t *sendr
     m->flags = 0;
 }
 
+/* Zero-byte requests have an unprepared convertor (the base macros skip
+ * it): only rewind when there is data. */
 static void mdq_rewind(opal_convertor_t *conv, size_t pos)
 {
     size_t p = pos;
+    if (0 == conv->local_size || NULL == conv->pDesc) {
+        return;
+    }
     opal_convertor_set_position(conv, &p);
 }
 
@@ -162,12 +167,14 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
     }
 
     if (NULL != btl->btl_sendi) {
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size, MCA_BTL_NO_ORDER,
-                            MDQ_SEND_FLAGS, sendreq->protocol, NULL);
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, size ? conv : NULL, &hdr, hsize, size,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, sendreq->protocol, NULL);
         if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
             goto sent;
         }
-        mdq_rewind(conv, 0);
+        if (size > 0) {
+            mdq_rewind(conv, 0);
+        }
     }
 
     des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
@@ -187,7 +194,9 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
     rc = mca_bml_base_send(bml_btl, des, sendreq->protocol);
     if (OPAL_UNLIKELY(rc < 0)) {
         mca_bml_base_free(bml_btl, des);
-        mdq_rewind(conv, 0);
+        if (size > 0) {
+            mdq_rewind(conv, 0);
+        }
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 sent:
