@@ -163,3 +163,27 @@ AC_DEFUN([OMPI_SCALE_MPI_PROGRAM_FLAGS], [
     AC_SUBST([OMPI_SCALE_MPI_CFLAGS])
     AC_SUBST([OMPI_SCALE_MPI_LIBS])
 ])
+
+# OMPI_SCALE_CHECK_CX16
+# ---------------------
+# Adds -mcx16 to OMPI_SCALE_COMPONENT_CFLAGS when the Open MPI headers use
+# the 16-byte compare-and-swap (OPAL_HAVE_CMPXCHG16B) and the compiler takes
+# the flag, as Open MPI's own build does.
+AC_DEFUN([OMPI_SCALE_CHECK_CX16], [
+    AC_MSG_CHECKING([whether components need -mcx16])
+    ompi_scale_save_CPPFLAGS=$CPPFLAGS
+    ompi_scale_save_CFLAGS=$CFLAGS
+    CPPFLAGS="$CPPFLAGS $OMPI_SCALE_CPPFLAGS"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include "opal_config.h"
+#if !defined(OPAL_HAVE_CMPXCHG16B) || !OPAL_HAVE_CMPXCHG16B
+#error no cmpxchg16b
+#endif]], [[return 0;]])], [ompi_scale_want_cx16=yes], [ompi_scale_want_cx16=no])
+    AS_IF([test "x$ompi_scale_want_cx16" = "xyes"], [
+        CFLAGS="$CFLAGS -mcx16"
+        AC_COMPILE_IFELSE([AC_LANG_PROGRAM([], [[return 0;]])],
+            [OMPI_SCALE_COMPONENT_CFLAGS="$OMPI_SCALE_COMPONENT_CFLAGS -mcx16"],
+            [ompi_scale_want_cx16="no (compiler refuses -mcx16)"])])
+    CPPFLAGS=$ompi_scale_save_CPPFLAGS
+    CFLAGS=$ompi_scale_save_CFLAGS
+    AC_MSG_RESULT([$ompi_scale_want_cx16])
+])

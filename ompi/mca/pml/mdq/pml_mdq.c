@@ -2,12 +2,6 @@
  * pml/mdq module: process and communicator management, BTL tag
  * registration, fragment copies, pending-resource retry and progress.
  */
-/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
- * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
- * (Open MPI itself is built with -mcx16). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("cx16")
-#endif
 #include "ompi_config.h"
 
 #include <limits.h>
@@ -391,10 +385,11 @@ int mca_pml_mdq_add_comm(struct ompi_communicator_t *comm)
     mc->size = size;
     mc->npages = (size + MDQ_PEER_PAGE - 1) >> MDQ_PEER_PAGE_SHIFT;
     mc->pages = calloc(mc->npages ? mc->npages : 1, sizeof(mca_pml_mdq_peer_t *));
-    mc->queue = mdq_match_queue_create(mca_pml_mdq.pool, size ? size : 1,
-                                       (mdq_match_mode_t) mca_pml_mdq.match_mode,
-                                       mca_pml_mdq.match_adjust,
-                                       (mdq_match_policy_t) mca_pml_mdq.any_source_policy);
+    mc->queue = mdq_match_queue_create_ex(mca_pml_mdq.pool, size ? size : 1,
+                                          (mdq_match_mode_t) mca_pml_mdq.match_mode,
+                                          mca_pml_mdq.match_adjust,
+                                          (mdq_match_policy_t) mca_pml_mdq.any_source_policy,
+                                          (unsigned) mca_pml_mdq.match_structures);
     if (NULL == mc->pages || NULL == mc->queue) {
         OBJ_RELEASE(mc);
         return OMPI_ERR_OUT_OF_RESOURCE;

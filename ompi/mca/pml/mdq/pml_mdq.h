@@ -52,6 +52,7 @@ typedef struct mca_pml_mdq_module {
     int verbose;
     int rndv_protocol;
     int match_mode;
+    int match_structures;
     double match_adjust;
     int any_source_policy;
     int free_list_num;

@@ -1,12 +1,6 @@
 /*
  * pml/mdq component: MCA parameters, MPI_T pvars, open/close/init/fini.
  */
-/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
- * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
- * (Open MPI itself is built with -mcx16). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("cx16")
-#endif
 #include "ompi_config.h"
 
 #include "opal/mca/base/mca_base_pvar.h"
@@ -33,8 +27,8 @@ mca_pml_base_component_2_0_0_t mca_pml_mdq_component = {
     .pmlm_version = {
         MCA_PML_BASE_VERSION_2_0_0,
         .mca_component_name = "mdq",
-        MCA_BASE_MAKE_VERSION(component, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
-                              OMPI_RELEASE_VERSION),
+        MCA_BASE_MAKE_VERSION(component, OMPI_SCALE_MAJOR_VERSION, OMPI_SCALE_MINOR_VERSION,
+                              OMPI_SCALE_RELEASE_VERSION),
         .mca_open_component = mca_pml_mdq_component_open,
         .mca_close_component = mca_pml_mdq_component_close,
         .mca_register_component_params = mca_pml_mdq_component_register,
@@ -58,6 +52,14 @@ static const mca_base_var_enum_value_t mdq_mode_values[] = {
     {MDQ_MATCH_MODE_AUTO, "auto"},
     {MDQ_MATCH_MODE_LINEAR, "linear"},
     {MDQ_MATCH_MODE_4D, "4d"},
+    {0, NULL},
+};
+
+/* optional structures of the 4D queue (mdq_match.h, docs/bench-match.md) */
+static const mca_base_var_enum_value_t mdq_structure_values[] = {
+    {MDQ_MATCH_FEAT_DEFAULT, "improved"},
+    {MDQ_MATCH_FEAT_SEED, "seed"},
+    {MDQ_MATCH_FEAT_DEFAULT | MDQ_MATCH_FEAT_SPLIT, "improved+split"},
     {0, NULL},
 };
 
@@ -171,11 +173,26 @@ static int mca_pml_mdq_component_register(void)
                       "linear always uses one list, 4d always uses the 4D queue",
                       "pml_mdq_match_mode", mdq_mode_values, &mca_pml_mdq.match_mode);
 
-    mca_pml_mdq.match_adjust = 2.0;
+    mca_pml_mdq.match_structures = MDQ_MATCH_FEAT_DEFAULT;
+    mdq_register_enum("match_structures",
+                      "Structures of the 4D queue: improved (the seed design plus an "
+                      "arrival-order list of unexpected messages for MPI_ANY_SOURCE, a cached "
+                      "last JumpPoint and an array of Cube pointers: +32 B + 8*ceil(size/ds^3) B "
+                      "per communicator, +16 B per queued item), seed (the published design), "
+                      "improved+split (also per-rank lists in JumpPoints holding more than ds "
+                      "items, for many queued messages per peer)",
+                      "pml_mdq_match_structures", mdq_structure_values,
+                      &mca_pml_mdq.match_structures);
+
+    /* 3.5 comes from the matching bench (docs/bench-match.md); the seed
+     * work used 2.0 */
+    mca_pml_mdq.match_adjust = MDQ_MATCH_ADJUSTMENT_DEFAULT;
     (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version,
                                            "match_cutoff_adjust",
                                            "Multiplier (>= 1.0) of the communicator size threshold "
-                                           "above which the auto match mode uses the 4D queue",
+                                           "(3*ds+1) from which the auto match mode uses the 4D "
+                                           "queue (3.5: measured crossover of the improved "
+                                           "queue; the seed work used 2.0)",
                                            MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5,
                                            MCA_BASE_VAR_SCOPE_READONLY, &mca_pml_mdq.match_adjust);
 

@@ -3,12 +3,6 @@
  * removing; improbe/mprobe remove the message and hand it to imrecv/mrecv
  * through an ompi_message_t.
  */
-/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
- * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
- * (Open MPI itself is built with -mcx16). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("cx16")
-#endif
 #include "ompi_config.h"
 
 #include "opal/runtime/opal_progress.h"

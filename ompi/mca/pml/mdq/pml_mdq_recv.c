@@ -3,12 +3,6 @@
  * sequence order, delivery of eager data, the rendezvous receiver (RGET,
  * RPUT via CTS, pipelined fragments), cancel and persistent receives.
  */
-/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
- * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
- * (Open MPI itself is built with -mcx16). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("cx16")
-#endif
 #include "ompi_config.h"
 
 #include <string.h>

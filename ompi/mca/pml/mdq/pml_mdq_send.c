@@ -3,12 +3,6 @@
  * rendezvous (RTS; then the receiver pulls with RGET, or asks for RPUT or
  * pipelined fragments with a CTS), buffered and persistent sends.
  */
-/* Open MPI's free lists inline a 16-byte compare-and-swap; without cx16
- * gcc emits a call to __sync_val_compare_and_swap_16, which nothing defines
- * (Open MPI itself is built with -mcx16). */
-#if defined(__x86_64__) && defined(__GNUC__)
-#pragma GCC target("cx16")
-#endif
 #include "ompi_config.h"
 
 #include <string.h>
