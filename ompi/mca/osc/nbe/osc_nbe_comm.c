@@ -158,17 +158,27 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         break;
     case NBE_AM_GET:
     case NBE_AM_GACC: {
-        /* reply with the current contents, split to what the BTL takes */
+        /* a fetching accumulate is applied before its reply leaves: once the
+         * origin sees the reply (and the arrival count it carries, a flush
+         * ack) the update must be visible to everybody */
+        const char *old = addr;
+        char *copy = NULL;
+        if (NBE_AM_GACC == hdr->type && paylen) {
+            copy = malloc(hdr->len);
+            if (NULL == copy) abort();
+            memcpy(copy, addr, hdr->len);
+            old = copy;
+            apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
+        }
+        /* reply with the previous contents, split to what the BTL takes */
         size_t max = ompi_osc_nbe_max_payload(module, hdr->src);
         for (size_t off = 0; off < hdr->len; off += max) {
             size_t n = hdr->len - off < max ? hdr->len - off : max;
             rep.offset = hdr->offset + off;
             rep.len = (uint32_t) n;
-            ompi_osc_nbe_send_frame(module, hdr->src, &rep, (char *) addr + off, n, true);
+            ompi_osc_nbe_send_frame(module, hdr->src, &rep, old + off, n, true);
         }
-        if (NBE_AM_GACC == hdr->type && paylen) {
-            apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
-        }
+        free(copy);
         break;
     }
     case NBE_AM_ACC:
@@ -176,11 +186,15 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         break;
     case NBE_AM_FIN:
         break;
-    case NBE_AM_CAS:
-        rep.len = hdr->len;
-        ompi_osc_nbe_send_frame(module, hdr->src, &rep, addr, hdr->len, true);
+    case NBE_AM_CAS: {
+        char old[32];
+        if (hdr->len > sizeof(old)) return;
+        memcpy(old, addr, hdr->len);
         if (0 == memcmp(addr, payload, hdr->len)) memcpy(addr, payload + hdr->len, hdr->len);
+        rep.len = hdr->len;
+        ompi_osc_nbe_send_frame(module, hdr->src, &rep, old, hdr->len, true);
         break;
+    }
     default:
         opal_output(0, "osc/nbe: unknown frame type %d from %d", hdr->type, hdr->src);
         return;
