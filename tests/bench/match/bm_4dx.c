@@ -103,28 +103,9 @@ unsigned bm_4dx_bits(uint32_t size)
     return b < 2 ? 2 : b;
 }
 
-static void list_append(x_list_t *l, x_item_t *it)
-{
-    it->next = NULL;
-    it->prev = l->tail;
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-}
-
-static void list_unlink(x_list_t *l, x_item_t *it)
-{
-    if (it->prev)
-        it->prev->next = it->next;
-    else
-        l->head = it->next;
-    if (it->next)
-        it->next->prev = it->prev;
-    else
-        l->tail = it->prev;
-}
+BM_FIFO_DEFINE(list, x_list_t, head, tail, x_item_t, next, prev)
+/* ALLUMQ: the per-context list of all unexpected messages, arrival order */
+BM_FIFO_DEFINE(allumq, x_cil_t, all_head, all_tail, x_item_t, all_next, all_prev)
 
 static size_t dyn_bytes(const x_engine_t *e)
 {
@@ -174,16 +155,7 @@ static void x_destroy(void *p)
     free(e);
 }
 
-static x_cil_t *find_cil(x_engine_t *e, uint32_t ctx)
-{
-    x_cil_t *l = e->cils;
-    e->visits++;
-    while (l->ctx != (int32_t) ctx) {
-        l = l->next;
-        e->visits++;
-    }
-    return l;
-}
+BM_FIND_CIL_DEFINE(x_engine_t, x_cil_t)
 
 /* (c3, c2 array, c1 list) descent; on failure the cursor holds insertion links */
 static inline uint32_t slot_of(const x_engine_t *e, const x_cursor_t *c)
@@ -371,14 +343,7 @@ static void unlink_item(x_engine_t *e, x_cil_t *l, x_item_t *it)
         it->home->count--;
     }
     if (!it->posted && (e->flags & BM_4DX_ALLUMQ)) {
-        if (it->all_prev)
-            it->all_prev->all_next = it->all_next;
-        else
-            l->all_head = it->all_next;
-        if (it->all_next)
-            it->all_next->all_prev = it->all_prev;
-        else
-            l->all_tail = it->all_prev;
+        allumq_unlink(l, it);
     }
     l->queued--;
     x_jp_t *j = it->home;
@@ -496,13 +461,7 @@ static bm_id_t x_arrive(void *p, uint32_t ctx, int32_t rank, int32_t tag, bm_id_
     list_append(jp_list(e, j, rank, false), it);
     j->count++;
     if (e->flags & BM_4DX_ALLUMQ) {
-        it->all_next = NULL;
-        it->all_prev = l->all_tail;
-        if (l->all_tail)
-            l->all_tail->all_next = it;
-        else
-            l->all_head = it;
-        l->all_tail = it;
+        allumq_append(l, it);
     }
     maybe_split(e, j);
     if (h)

@@ -44,28 +44,7 @@ typedef struct ar_engine {
     uint64_t visits;
 } ar_engine_t;
 
-static void list_append(ar_list_t *l, ar_item_t *it)
-{
-    it->next = NULL;
-    it->prev = l->tail;
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-}
-
-static void list_unlink(ar_list_t *l, ar_item_t *it)
-{
-    if (it->prev)
-        it->prev->next = it->next;
-    else
-        l->head = it->next;
-    if (it->next)
-        it->next->prev = it->prev;
-    else
-        l->tail = it->prev;
-}
+BM_FIFO_DEFINE(list, ar_list_t, head, tail, ar_item_t, next, prev)
 
 static void *ar_create(const bm_config_t *cfg)
 {
@@ -100,16 +79,7 @@ static void ar_destroy(void *p)
     free(e);
 }
 
-static ar_cil_t *find_cil(ar_engine_t *e, uint32_t ctx)
-{
-    ar_cil_t *l = e->cils;
-    e->visits++;
-    while (l->ctx != (int32_t) ctx) {
-        l = l->next;
-        e->visits++;
-    }
-    return l;
-}
+BM_FIND_CIL_DEFINE(ar_engine_t, ar_cil_t)
 
 static ar_item_t *new_item(ar_engine_t *e, ar_cil_t *l, int32_t rank, int32_t tag, bm_id_t id,
                            int posted)

@@ -90,6 +90,51 @@ void bm_slab_fini(bm_slab_t *s);
 void *bm_slab_get(bm_slab_t *s);
 void bm_slab_put(bm_slab_t *s, void *p);
 
+/* ---- intrusive doubly linked FIFO lists shared by the engines ----
+ * BM_FIFO_DEFINE(name, owner_t, head, tail, item_t, next, prev) defines
+ *   static void name##_append(owner_t *o, item_t *it)  (append at the tail)
+ *   static void name##_unlink(owner_t *o, item_t *it)
+ * for the list whose ends are o->head / o->tail and whose links are
+ * it->next / it->prev. Item types differ per engine (and one item may sit
+ * on two lists), hence a macro rather than a function. No visits are
+ * charged here: appending and unlinking are not searches. */
+#define BM_FIFO_DEFINE(name, owner_t, head, tail, item_t, next, prev) \
+    static inline void name##_append(owner_t *o, item_t *it)          \
+    {                                                                 \
+        it->next = NULL;                                              \
+        it->prev = o->tail;                                           \
+        if (o->tail)                                                  \
+            o->tail->next = it;                                       \
+        else                                                          \
+            o->head = it;                                             \
+        o->tail = it;                                                 \
+    }                                                                 \
+    static inline void name##_unlink(owner_t *o, item_t *it)          \
+    {                                                                 \
+        if (it->prev)                                                 \
+            it->prev->next = it->next;                                \
+        else                                                          \
+            o->head = it->next;                                       \
+        if (it->next)                                                 \
+            it->next->prev = it->prev;                                \
+        else                                                          \
+            o->tail = it->prev;                                       \
+    }
+
+/* the ContextIdLead walk of the engines that keep per-context roots in a
+ * list (see below): one visit per ContextIdLead examined; ctx must exist */
+#define BM_FIND_CIL_DEFINE(engine_t, cil_t)                   \
+    static cil_t *find_cil(engine_t *e, uint32_t ctx)         \
+    {                                                         \
+        cil_t *l = e->cils;                                   \
+        e->visits++;                                          \
+        while (l->ctx != (int32_t) ctx) {                     \
+            l = l->next;                                      \
+            e->visits++;                                      \
+        }                                                     \
+        return l;                                             \
+    }
+
 /* Engines that index communicators (array, hash aside, 4D) keep their
  * per-contextId roots in a list walked linearly, MVAPICH style, and charge
  * one visit per ContextIdLead examined (paper Table 4.3: +9 visits for the

@@ -54,40 +54,10 @@ static uint32_t hs_bucket(uint32_t ctx, int32_t rank, int32_t tag)
     return (uint32_t) (k % BM_HASH_BUCKETS);
 }
 
-static void list_append(hs_list_t *l, hs_item_t *it)
-{
-    it->next = NULL;
-    it->prev = l->tail;
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-}
+BM_FIFO_DEFINE(list, hs_list_t, head, tail, hs_item_t, next, prev)
 
-static void list_unlink(hs_list_t *l, hs_item_t *it)
-{
-    if (it->prev)
-        it->prev->next = it->next;
-    else
-        l->head = it->next;
-    if (it->next)
-        it->next->prev = it->prev;
-    else
-        l->tail = it->prev;
-}
-
-static void all_unlink(hs_engine_t *e, hs_item_t *it)
-{
-    if (it->all_prev)
-        it->all_prev->all_next = it->all_next;
-    else
-        e->all_head = it->all_next;
-    if (it->all_next)
-        it->all_next->all_prev = it->all_prev;
-    else
-        e->all_tail = it->all_prev;
-}
+/* the list of all unexpected messages in arrival order */
+BM_FIFO_DEFINE(all, hs_engine_t, all_head, all_tail, hs_item_t, all_next, all_prev)
 
 static void *hs_create(const bm_config_t *cfg)
 {
@@ -199,13 +169,7 @@ static bm_id_t hs_arrive(void *p, uint32_t ctx, int32_t rank, int32_t tag, bm_id
     it->wild = 0;
     it->bucket = b;
     list_append(&e->unexp_hash[b], it);
-    it->all_next = NULL;
-    it->all_prev = e->all_tail;
-    if (e->all_tail)
-        e->all_tail->all_next = it;
-    else
-        e->all_head = it;
-    e->all_tail = it;
+    all_append(e, it);
     if (h)
         *h = it;
     return 0;

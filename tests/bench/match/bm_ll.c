@@ -26,28 +26,7 @@ typedef struct ll_engine {
     uint64_t visits;
 } ll_engine_t;
 
-static void list_append(ll_list_t *l, ll_item_t *it)
-{
-    it->next = NULL;
-    it->prev = l->tail;
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
-}
-
-static void list_unlink(ll_list_t *l, ll_item_t *it)
-{
-    if (it->prev)
-        it->prev->next = it->next;
-    else
-        l->head = it->next;
-    if (it->next)
-        it->next->prev = it->prev;
-    else
-        l->tail = it->prev;
-}
+BM_FIFO_DEFINE(list, ll_list_t, head, tail, ll_item_t, next, prev)
 
 static void *ll_create(const bm_config_t *cfg)
 {
@@ -64,74 +43,74 @@ static void ll_destroy(void *p)
     free(e);
 }
 
-static ll_item_t *new_item(ll_engine_t *e, uint32_t ctx, int32_t rank, int32_t tag, bm_id_t id)
+/* queue a new item at the tail of the PRQ (posted) or UMQ */
+static void enqueue(ll_engine_t *e, uint32_t ctx, int32_t rank, int32_t tag, bm_id_t id,
+                    int posted, void **h)
 {
     ll_item_t *it = bm_slab_get(&e->items);
     it->id = id;
     it->ctx = (int32_t) ctx;
     it->rank = rank;
     it->tag = tag;
-    return it;
+    it->posted = posted;
+    list_append(posted ? &e->prq : &e->umq, it);
+    if (h)
+        *h = it;
+}
+
+/* first item of list l in context ctx that pairs with <rank, tag>: the
+ * queued items are receives and <rank, tag> a message envelope when
+ * queued_are_recvs, else the other way round; one visit per item examined */
+static ll_item_t *find(ll_engine_t *e, ll_list_t *l, uint32_t ctx, int32_t rank, int32_t tag,
+                       bool queued_are_recvs)
+{
+    for (ll_item_t *it = l->head; it; it = it->next) {
+        e->visits++;
+        if (it->ctx != (int32_t) ctx)
+            continue;
+        if (queued_are_recvs ? (it->rank == BM_ANY_SOURCE || it->rank == rank)
+                                   && bm_tag_ok(it->tag, tag)
+                             : (rank == BM_ANY_SOURCE || rank == it->rank)
+                                   && bm_tag_ok(tag, it->tag))
+            return it;
+    }
+    return NULL;
+}
+
+/* remove a matched item from list l; returns its id */
+static bm_id_t take(ll_engine_t *e, ll_list_t *l, ll_item_t *it)
+{
+    bm_id_t m = it->id;
+    list_unlink(l, it);
+    bm_slab_put(&e->items, it);
+    return m;
 }
 
 static bm_id_t ll_post(void *p, uint32_t ctx, int32_t rank, int32_t tag, bm_id_t id, void **h)
 {
     ll_engine_t *e = p;
-    uint64_t v = 0;
-    for (ll_item_t *it = e->umq.head; it; it = it->next) {
-        v++;
-        if (it->ctx == (int32_t) ctx && (rank == BM_ANY_SOURCE || rank == it->rank)
-            && bm_tag_ok(tag, it->tag)) {
-            bm_id_t m = it->id;
-            list_unlink(&e->umq, it);
-            bm_slab_put(&e->items, it);
-            e->visits += v;
-            return m;
-        }
-    }
-    e->visits += v;
-    ll_item_t *it = new_item(e, ctx, rank, tag, id);
-    it->posted = 1;
-    list_append(&e->prq, it);
-    if (h)
-        *h = it;
+    ll_item_t *it = find(e, &e->umq, ctx, rank, tag, false);
+    if (it)
+        return take(e, &e->umq, it);
+    enqueue(e, ctx, rank, tag, id, 1, h);
     return 0;
 }
 
 static bm_id_t ll_arrive(void *p, uint32_t ctx, int32_t rank, int32_t tag, bm_id_t id, void **h)
 {
     ll_engine_t *e = p;
-    uint64_t v = 0;
-    for (ll_item_t *it = e->prq.head; it; it = it->next) {
-        v++;
-        if (it->ctx == (int32_t) ctx && (it->rank == BM_ANY_SOURCE || it->rank == rank)
-            && bm_tag_ok(it->tag, tag)) {
-            bm_id_t m = it->id;
-            list_unlink(&e->prq, it);
-            bm_slab_put(&e->items, it);
-            e->visits += v;
-            return m;
-        }
-    }
-    e->visits += v;
-    ll_item_t *it = new_item(e, ctx, rank, tag, id);
-    it->posted = 0;
-    list_append(&e->umq, it);
-    if (h)
-        *h = it;
+    ll_item_t *it = find(e, &e->prq, ctx, rank, tag, true);
+    if (it)
+        return take(e, &e->prq, it);
+    enqueue(e, ctx, rank, tag, id, 0, h);
     return 0;
 }
 
 static bm_id_t ll_probe(void *p, uint32_t ctx, int32_t rank, int32_t tag)
 {
     ll_engine_t *e = p;
-    for (ll_item_t *it = e->umq.head; it; it = it->next) {
-        e->visits++;
-        if (it->ctx == (int32_t) ctx && (rank == BM_ANY_SOURCE || rank == it->rank)
-            && bm_tag_ok(tag, it->tag))
-            return it->id;
-    }
-    return 0;
+    ll_item_t *it = find(e, &e->umq, ctx, rank, tag, false);
+    return it ? it->id : 0;
 }
 
 static bool ll_remove(void *p, uint32_t ctx, void *h)
@@ -139,8 +118,7 @@ static bool ll_remove(void *p, uint32_t ctx, void *h)
     ll_engine_t *e = p;
     ll_item_t *it = h;
     (void) ctx;
-    list_unlink(it->posted ? &e->prq : &e->umq, it);
-    bm_slab_put(&e->items, it);
+    take(e, it->posted ? &e->prq : &e->umq, it);
     return true;
 }
 
