@@ -243,7 +243,7 @@ static void test_memory_new(void)
         uint32_t S = sizes[i];
         size_t ds = bm_ds(S), nc3 = (S + ds * ds * ds - 1) / (ds * ds * ds);
         size_t cil = overhead(&S_4D_NEW, S, 0, 1), want_cil = 56 + 8 + 16 + 8 + 8 * nc3;
-        CHECK(cil == want_cil, "4d-new CIL S=%u: %zu == 56+8+16+8+8*%zu", S, cil, want_cil, nc3);
+        CHECK(cil == want_cil, "4d-new CIL S=%u: %zu == 56+8+16+8+8*%zu = %zu", S, cil, nc3, want_cil);
         size_t full = overhead(&S_4D_NEW, S, S, 1), want = bm_o4d(S, S, want_cil, 48, 16, 8);
         CHECK(full == want, "4d-new O_4D full S=%u: %zu == Eq.4.20 %zu", S, full, want);
         if (S >= 1048576) /* the 1M goal; ratios at 4096 / 65536 are 5.2 / 10.5 */
