@@ -625,51 +625,68 @@ static int empty_op(ompi_osc_nbe_module_t *module, int target, struct ompi_reque
     return OMPI_SUCCESS;
 }
 
+/*
+ * The first steps every RMA call shares. A call to MPI_PROC_NULL, or one
+ * that moves no bytes once its epoch and range are checked, is complete at
+ * once: *opp is then NULL and the return value the call's result. Otherwise
+ * *opp is a new operation with its target side filled in.
+ */
+static int begin_op(ompi_osc_nbe_module_t *module, int type, int target, ptrdiff_t target_disp,
+                    int target_count, ompi_datatype_t *target_dt, size_t bytes,
+                    struct ompi_request_t **request, ompi_osc_nbe_op_t **opp)
+{
+    uint64_t addr;
+    int rc;
+
+    *opp = NULL;
+    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
+    rc = nbe_check_access(module->engine, target);
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 == bytes) return empty_op(module, target, request);
+    ompi_osc_nbe_op_t *op = new_op(module, type, target);
+    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    op->target_count = target_count;
+    op->target_dt = target_dt;
+    op->target_addr = addr;
+    *opp = op;
+    return OMPI_SUCCESS;
+}
+
+/* put and get differ only in the direction of the transfer (a get lands in
+ * result_addr, its origin buffer) */
+static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
+                       ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                       int target_count, ompi_datatype_t *target_dt, ompi_win_t *win,
+                       struct ompi_request_t **request)
+{
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    ompi_osc_nbe_op_t *op;
+    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                      dt_bytes(origin_dt, origin_count), request, &op);
+    if (NULL == op) return rc;
+    op->origin_addr = origin_addr;
+    op->result_addr = result_addr;
+    op->origin_count = origin_count;
+    op->origin_dt = origin_dt;
+    return start_op(module, op, request);
+}
+
 static int do_put(const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
                   int target, ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                   ompi_win_t *win, struct ompi_request_t **request)
 {
-    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    uint64_t addr;
-    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
-    int rc = nbe_check_access(module->engine, target);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
-    if (0 == dt_bytes(origin_dt, origin_count)) return empty_op(module, target, request);
-    ompi_osc_nbe_op_t *op = new_op(module, NBE_OP_PUT, target);
-    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
-    op->origin_addr = origin_addr;
-    op->origin_count = origin_count;
-    op->origin_dt = origin_dt;
-    op->target_count = target_count;
-    op->target_dt = target_dt;
-    op->target_addr = addr;
-    return start_op(module, op, request);
+    return do_transfer(NBE_OP_PUT, origin_addr, NULL, origin_count, origin_dt, target,
+                       target_disp, target_count, target_dt, win, request);
 }
 
 static int do_get(void *origin_addr, int origin_count, ompi_datatype_t *origin_dt, int target,
                   ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                   ompi_win_t *win, struct ompi_request_t **request)
 {
-    ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    uint64_t addr;
-    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
-    int rc = nbe_check_access(module->engine, target);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
-    if (0 == dt_bytes(origin_dt, origin_count)) return empty_op(module, target, request);
-    ompi_osc_nbe_op_t *op = new_op(module, NBE_OP_GET, target);
-    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
-    op->origin_addr = origin_addr;
-    op->result_addr = origin_addr;
-    op->origin_count = origin_count;
-    op->origin_dt = origin_dt;
-    op->target_count = target_count;
-    op->target_dt = target_dt;
-    op->target_addr = addr;
-    return start_op(module, op, request);
+    return do_transfer(NBE_OP_GET, origin_addr, origin_addr, origin_count, origin_dt, target,
+                       target_disp, target_count, target_dt, win, request);
 }
 
 static int do_acc(int type, const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
@@ -678,15 +695,10 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
                   ompi_op_t *mpi_op, ompi_win_t *win, struct ompi_request_t **request)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    uint64_t addr;
-    if (MPI_PROC_NULL == target) return empty_op(module, target, request);
-    int rc = nbe_check_access(module->engine, target);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
-    if (0 == dt_bytes(target_dt, target_count)) return empty_op(module, target, request);
-    ompi_osc_nbe_op_t *op = new_op(module, type, target);
-    if (NULL == op) return OMPI_ERR_OUT_OF_RESOURCE;
+    ompi_osc_nbe_op_t *op;
+    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                      dt_bytes(target_dt, target_count), request, &op);
+    if (NULL == op) return rc;
     bool no_op = &ompi_mpi_op_no_op.op == mpi_op;
     op->origin_addr = no_op ? NULL : origin_addr;
     op->origin_count = no_op ? 0 : origin_count;
@@ -694,9 +706,6 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
     op->result_addr = result_addr;
     op->result_count = result_count;
     op->result_dt = (NBE_OP_GACC == type) ? result_dt : NULL;
-    op->target_count = target_count;
-    op->target_dt = target_dt;
-    op->target_addr = addr;
     op->op = mpi_op;
     /* reject element types the target cannot reduce before queueing */
     rc = acc_elem(op);
