@@ -238,6 +238,9 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.pipeline);
     mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
                               "was due", &mca_pml_mdq.counters.held_ooo);
+    mdq_register_counter_pvar("held_no_comm", "Fragments held because they arrived for a "
+                              "communicator this process had not created yet",
+                              &mca_pml_mdq.counters.held_nocomm);
     return OMPI_SUCCESS;
 }
 
