@@ -189,9 +189,13 @@ int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
                              const void *payload, size_t paylen, bool may_queue);
 size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
-/* contiguous put/get through the BTL's RDMA; false if not possible */
-bool ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
-                           uint64_t remote, size_t len, bool is_put);
+/* contiguous put/get of at least threshold bytes through the BTL's RDMA:
+ * -1 not taken (use active messages), 0 complete at the origin (nothing
+ * counted), 1 in flight with one counted FIN to follow */
+int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
+                           uint64_t remote, size_t len, bool is_put, size_t threshold);
+void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
+void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);

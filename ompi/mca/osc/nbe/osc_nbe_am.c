@@ -12,6 +12,8 @@
 
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
+#include "opal/util/argv.h"
+#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/bml/base/base.h"
@@ -224,10 +226,79 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
 }
 
 /* ---------------------------------------------------------------- */
-/* RDMA: the data moves with btl_put/btl_get; a counted FIN frame on the
- * same BTL endpoint follows it, so the target's epoch accounting stays
- * message-count based (the FIN arrives after the data on in-order BTLs,
- * and CMA writes are complete when the callback runs) */
+/* RDMA: the data moves with btl_put/btl_get.
+ *
+ * Completion at the origin: a get is done when its completion callback
+ * ran (the data is here). A put is done at the target when the callback
+ * ran only on BTLs that copy into the target's memory themselves (vader's
+ * single-copy CMA/XPMEM/KNEM: process_vm_writev or a memcpy returns after
+ * the copy); on others (tcp) the callback only means the origin buffer may
+ * be reused. These BTLs are named in osc_nbe_rdma_remote_complete.
+ *
+ * If the callback runs inside btl_put/btl_get (the synchronous single-copy
+ * case) the transfer is over before the issue callback returns, so every
+ * later DONE / UNLOCK / FLUSH_REQ / FENCE_DONE leaves after the data is in
+ * place: the transfer is not counted and needs no FIN. Flush then completes
+ * at the origin, and an exclusive unlock only releases the lock after it.
+ * Otherwise (asynchronous completion, or a put on a BTL not listed) a
+ * counted FIN frame on the same endpoint follows the data, so the target's
+ * epoch accounting stays message-count based (the FIN arrives after the
+ * data on in-order BTLs, and it leaves from the completion callback). */
+
+static char  *remote_complete_list;       /* MCA string */
+static char **remote_complete_argv;       /* parsed: BTL component names */
+static unsigned long long pv_rdma_local;  /* transfers complete at the origin, no FIN */
+static unsigned long long pv_rdma_fin;    /* transfers followed by a counted FIN */
+
+/* the transfer whose btl_put/btl_get call is on the stack, and whether its
+ * callback counts as completion at the target */
+static ompi_osc_nbe_op_t *rdma_issuing;
+static bool rdma_issuing_remote_ok, rdma_sync_done;
+
+static bool btl_remote_complete(const mca_btl_base_module_t *btl)
+{
+    const char *name = btl->btl_component->btl_version.mca_component_name;
+    for (char **p = remote_complete_argv; p && *p; ++p) {
+        if (0 == strcmp(*p, name)) return true;
+    }
+    return false;
+}
+
+void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
+{
+    remote_complete_list = "vader,sm,self";
+    (void) mca_base_component_var_register(c, "rdma_remote_complete",
+        "Comma-separated BTL components whose RDMA put completion callback means the data is in "
+        "the target's memory (single-copy shared memory). When such a put completes inside the "
+        "btl_put call, osc/nbe counts it complete at the origin: no FIN frame, and flush/unlock "
+        "need no round trip for it. Empty: every RDMA put is followed by a counted FIN",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+        &remote_complete_list);
+    (void) mca_base_component_pvar_register(c, "rdma_local_complete",
+        "RDMA puts/gets that completed inside the BTL call and were counted complete at the "
+        "origin (no FIN frame)", OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+        &pv_rdma_local);
+    (void) mca_base_component_pvar_register(c, "rdma_fin",
+        "RDMA puts/gets followed by a counted FIN frame", OPAL_INFO_LVL_4,
+        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        NULL, NULL, NULL, &pv_rdma_fin);
+}
+
+static void parse_remote_complete(void)
+{
+    if (remote_complete_argv) return;
+    remote_complete_argv = opal_argv_split(remote_complete_list ? remote_complete_list : "", ',');
+    if (NULL == remote_complete_argv) remote_complete_argv = opal_argv_split("", ',');
+}
+
+void ompi_osc_nbe_am_finalize(void)
+{
+    opal_argv_free(remote_complete_argv);
+    remote_complete_argv = NULL;
+}
 
 static mca_bml_base_btl_t *rdma_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put)
 {
@@ -251,29 +322,38 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     (void) btl; (void) endpoint; (void) local_address; (void) local_handle; (void) context;
     ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) cbdata;
     ompi_osc_nbe_module_t *module = op->module;
-    nbe_am_hdr_t hdr;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
         opal_output(0, "osc/nbe: RDMA transfer to %d failed (%d)", op->super.target, status);
     }
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = NBE_AM_FIN;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
-    hdr.fence_tag = op->super.fence_tag;
-    ompi_osc_nbe_send_frame(module, op->super.target, &hdr, NULL, 0, true);
+    if (op == rdma_issuing && rdma_issuing_remote_ok && OPAL_SUCCESS == status) {
+        rdma_sync_done = true;
+        pv_rdma_local++;
+    } else {
+        nbe_am_hdr_t hdr;
+        memset(&hdr, 0, sizeof(hdr));
+        hdr.type = NBE_AM_FIN;
+        hdr.src = module->rank;
+        hdr.cid = module->cid;
+        hdr.fence_tag = op->super.fence_tag;
+        ompi_osc_nbe_send_frame(module, op->super.target, &hdr, NULL, 0, true);
+        pv_rdma_fin++;
+    }
     op->next_frag = op->nplan;
     op->reply_left = 0;
     ompi_osc_nbe_op_local_complete(op);
 }
 
-bool ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
-                           uint64_t remote, size_t len, bool is_put)
+int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
+                          uint64_t remote, size_t len, bool is_put, size_t threshold)
 {
-    unsigned thr = mca_osc_nbe_component.rdma_threshold;
-    if (0 == thr || len < thr) return false;
+    if (0 == threshold || len < threshold) return -1;
     mca_bml_base_btl_t *b = rdma_btl(module, op->super.target, is_put);
-    if (NULL == b) return false;
+    if (NULL == b) return -1;
+    parse_remote_complete();
     int rc;
+    rdma_issuing = op;
+    rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
+    rdma_sync_done = false;
     if (is_put) {
         rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                              MCA_BTL_NO_ORDER, rdma_done, module, op);
@@ -281,7 +361,10 @@ bool ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op,
         rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                              MCA_BTL_NO_ORDER, rdma_done, module, op);
     }
-    return OPAL_SUCCESS == rc || 1 == rc;
+    rdma_issuing = NULL;
+    if (OPAL_SUCCESS != rc && 1 != rc) return -1;
+    /* op is gone if the callback ran */
+    return rdma_sync_done ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------- */

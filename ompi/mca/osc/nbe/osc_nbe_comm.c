@@ -471,9 +471,11 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
         size_t len = dt_bytes(op->origin_dt, op->origin_count);
         char *local = (char *) (is_put ? op->origin_addr : op->result_addr) + op->origin_dt->super.true_lb;
         uint64_t remote = op->target_addr + (uint64_t) op->target_dt->super.true_lb;
-        op->nplan = 1;          /* the FIN */
+        op->nplan = 1;          /* the FIN, if one follows */
         module->bytes += len;
-        if (ompi_osc_nbe_try_rdma(module, op, local, remote, len, is_put)) return 1;
+        int n = ompi_osc_nbe_try_rdma(module, op, local, remote, len, is_put,
+                                      mca_osc_nbe_component.rdma_threshold);
+        if (n >= 0) return n;   /* op is gone when n == 0 */
         op->nplan = 0;
         module->bytes -= len;
     }

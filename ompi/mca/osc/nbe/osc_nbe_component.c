@@ -178,6 +178,8 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_nbe_component.btl_tag);
 
+    ompi_osc_nbe_am_register_params(c);
+
     register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_DEFERRED);
     register_pvar("ops_recorded", "RMA operations recorded because their epoch or target grant "
@@ -248,6 +250,7 @@ static int component_finalize(void)
     OBJ_DESTRUCT(&mca_osc_nbe_component.module_list);
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
+    ompi_osc_nbe_am_finalize();
     return OMPI_SUCCESS;
 }
 

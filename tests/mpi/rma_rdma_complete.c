@@ -1,0 +1,229 @@
+/*
+ * RDMA puts and gets whose completion is counted at the origin (osc/nbe on
+ * a single-copy BTL: no FIN frame, flush without a round trip), and the
+ * same program over BTLs that still need the FIN (tcp):
+ *  1. flush-only passive epochs (lock_all): puts of several sizes, each
+ *     followed by MPI_Win_flush; the target checks its memory after a
+ *     barrier, while the epoch is still open (MPI_Win_sync);
+ *  2. gets in the same kind of epoch, checked after MPI_Win_flush_local;
+ *  3. exclusive locks: every rank adds 1 to every element of an array at
+ *     rank 0 with get + put under MPI_LOCK_EXCLUSIVE; a lock released
+ *     before the put landed loses increments;
+ *  4. fence and PSCW epochs with the same puts.
+ * With NBE_EXPECT_RDMA=local the osc_nbe_rdma_local_complete pvar must have
+ * counted transfers (and osc_nbe_rdma_fin none); with =fin the FIN counter must
+ * have counted (gets may still complete at the origin).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIN_BYTES (512 * 1024)
+#define ACC_N     (16 * 1024)     /* longs of the exclusive-lock array (128 KiB) */
+#define ITERS     20
+
+static const int sizes[] = { 8, 1000, 8192, 40000, 200000 };
+#define NSIZES ((int) (sizeof(sizes) / sizeof(sizes[0])))
+
+static int errs;
+
+#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); errs++; } } while (0)
+
+static size_t region(int k)
+{
+    size_t off = 0;
+    for (int i = 0; i < k; ++i) off += (size_t) sizes[i] + 64;
+    return off;
+}
+
+static unsigned char pattern(int origin, int iter, size_t i)
+{
+    return (unsigned char) (origin * 31 + iter * 7 + (int) (i % 251) + 1);
+}
+
+static void fill(unsigned char *buf, int origin, int iter)
+{
+    for (int k = 0; k < NSIZES; ++k) {
+        for (size_t i = 0; i < (size_t) sizes[k]; ++i) buf[region(k) + i] = pattern(origin, iter, i);
+    }
+}
+
+static void check_mem(const unsigned char *mem, int origin, int iter, const char *what, int rank)
+{
+    for (int k = 0; k < NSIZES; ++k) {
+        for (size_t i = 0; i < (size_t) sizes[k]; ++i) {
+            if (mem[region(k) + i] != pattern(origin, iter, i)) {
+                fprintf(stderr, "[%d] %s: size %d byte %zu is %d, expected %d (iter %d)\n", rank, what,
+                        sizes[k], i, mem[region(k) + i], pattern(origin, iter, i), iter);
+                errs++;
+                break;
+            }
+        }
+    }
+}
+
+/* put every size to target, one MPI_Win_flush after each */
+static void put_all(const unsigned char *src, int target, MPI_Win win, int flush)
+{
+    for (int k = 0; k < NSIZES; ++k) {
+        MPI_Put(src + region(k), sizes[k], MPI_BYTE, target, (MPI_Aint) region(k), sizes[k], MPI_BYTE, win);
+        if (flush) MPI_Win_flush(target, win);
+    }
+}
+
+static int find_pvar(const char *want)
+{
+    int n;
+    MPI_T_pvar_get_num(&n);
+    for (int i = 0; i < n; ++i) {
+        char name[256], desc[1024];
+        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
+        MPI_Datatype dt;
+        MPI_T_enum en;
+        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro, &cont, &atomic);
+        if (0 == strcmp(name, want)) return i;
+    }
+    return -1;
+}
+
+/* counters are read as the increase since their handle was allocated */
+static MPI_T_pvar_session session;
+
+static MPI_T_pvar_handle pvar_handle(int idx)
+{
+    MPI_T_pvar_handle h = MPI_T_PVAR_HANDLE_NULL;
+    int count;
+    if (idx >= 0) MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
+    return h;
+}
+
+static unsigned long long read_pvar(MPI_T_pvar_handle h)
+{
+    unsigned long long v = 0;
+    if (MPI_T_PVAR_HANDLE_NULL != h) MPI_T_pvar_read(session, h, &v);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, total = 0, provided;
+    MPI_Win win, awin;
+    MPI_Group world, peers;
+
+    MPI_Init(&argc, &argv);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int ilocal = find_pvar("osc_nbe_rdma_local_complete"), ifin = find_pvar("osc_nbe_rdma_fin");
+    MPI_T_pvar_session_create(&session);
+    MPI_T_pvar_handle hlocal = pvar_handle(ilocal), hfin = pvar_handle(ifin);
+
+    unsigned char *mem = calloc(WIN_BYTES, 1), *src = malloc(WIN_BYTES), *dst = malloc(WIN_BYTES);
+    long *acc = calloc(ACC_N, sizeof(long)), *tmp = malloc(ACC_N * sizeof(long));
+    MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_create(acc, rank ? 0 : ACC_N * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,
+                   &awin);
+
+    /* 1. flush-only passive epochs, the target reads before unlock_all */
+    MPI_Win_lock_all(0, win);
+    for (int it = 0; it < ITERS; ++it) {
+        fill(src, rank, it);
+        put_all(src, right, win, 1);
+        if (it % 2) MPI_Win_flush_all(win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_sync(win);
+        check_mem(mem, left, it, "flush", rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    /* 2. gets: every rank reads its left neighbour's last pattern back */
+    for (int it = 0; it < 3; ++it) {
+        memset(dst, 0, WIN_BYTES);
+        for (int k = 0; k < NSIZES; ++k) {
+            MPI_Get(dst + region(k), sizes[k], MPI_BYTE, right, (MPI_Aint) region(k), sizes[k], MPI_BYTE, win);
+        }
+        if (it) MPI_Win_flush_local(right, win);
+        else MPI_Win_flush_local_all(win);
+        check_mem(dst, rank, ITERS - 1, "get", rank);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_unlock_all(win);
+
+    /* 3. exclusive locks: read-modify-write of the whole array at rank 0 */
+    for (int it = 0; it < ITERS / 2; ++it) {
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, awin);
+        MPI_Get(tmp, ACC_N, MPI_LONG, 0, 0, ACC_N, MPI_LONG, awin);
+        MPI_Win_flush(0, awin);
+        for (int i = 0; i < ACC_N; ++i) tmp[i] += 1;
+        MPI_Put(tmp, ACC_N, MPI_LONG, 0, 0, ACC_N, MPI_LONG, awin);
+        MPI_Win_unlock(0, awin);
+        /* the small tail goes through another lock epoch of its own */
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, awin);
+        MPI_Get(tmp, 1, MPI_LONG, 0, ACC_N - 1, 1, MPI_LONG, awin);
+        MPI_Win_flush(0, awin);
+        tmp[0] += 1;
+        MPI_Put(tmp, 1, MPI_LONG, 0, ACC_N - 1, 1, MPI_LONG, awin);
+        MPI_Win_unlock(0, awin);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == rank) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, awin);
+        for (int i = 0; i < ACC_N; ++i) {
+            long want = (long) size * (ITERS / 2) * (i == ACC_N - 1 ? 2 : 1);
+            if (acc[i] != want) {
+                fprintf(stderr, "[0] exclusive lock: element %d is %ld, expected %ld\n", i, acc[i], want);
+                errs++;
+                break;
+            }
+        }
+        MPI_Win_unlock(0, awin);
+    }
+
+    /* 4. fence and PSCW epochs */
+    MPI_Win_fence(0, win);
+    fill(src, rank, 100);
+    put_all(src, right, win, 0);
+    MPI_Win_fence(0, win);
+    check_mem(mem, left, 100, "fence", rank);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int pr[2] = { left, right };
+    MPI_Group_incl(world, left == right ? 1 : 2, pr, &peers);
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    fill(src, rank, 101);
+    MPI_Win_post(peers, 0, win);
+    MPI_Win_start(peers, 0, win);
+    put_all(src, right, win, 0);
+    MPI_Win_complete(win);
+    MPI_Win_wait(win);
+    check_mem(mem, left, 101, "pscw", rank);
+    MPI_Group_free(&peers);
+    MPI_Group_free(&world);
+
+    const char *expect = getenv("NBE_EXPECT_RDMA");
+    if (expect && size > 1) {
+        unsigned long long nl = read_pvar(hlocal), nf = read_pvar(hfin);
+        CHECK(ilocal >= 0 && ifin >= 0, "[%d] rdma pvars not found\n", rank);
+        if (0 == strcmp(expect, "local")) {
+            CHECK(nl > 0 && 0 == nf, "[%d] expected origin-complete RDMA: local %llu fin %llu\n", rank, nl, nf);
+        } else {
+            CHECK(nf > 0, "[%d] expected RDMA with FIN: local %llu fin %llu\n", rank, nl, nf);
+        }
+    }
+
+    MPI_Win_free(&awin);
+    MPI_Win_free(&win);
+    free(mem); free(src); free(dst); free(acc); free(tmp);
+    if (MPI_T_PVAR_HANDLE_NULL != hlocal) MPI_T_pvar_handle_free(session, &hlocal);
+    if (MPI_T_PVAR_HANDLE_NULL != hfin) MPI_T_pvar_handle_free(session, &hfin);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize();
+    MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (0 == rank) {
+        if (0 == total) printf(" No Errors\n");
+        else printf(" Found %d errors\n", total);
+    }
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
