@@ -9,10 +9,15 @@
  *  3. exclusive locks: every rank adds 1 to every element of an array at
  *     rank 0 with get + put under MPI_LOCK_EXCLUSIVE; a lock released
  *     before the put landed loses increments;
- *  4. fence and PSCW epochs with the same puts.
+ *  4. fence and PSCW epochs with the same puts;
+ *  5. many small puts (packed into one message each burst by osc/nbe) in
+ *     fence, flush and exclusive-lock epochs, some to the same address
+ *     (the value of the last put in an epoch is not defined by MPI, so
+ *     every address is written once per epoch).
  * With NBE_EXPECT_RDMA=local the osc_nbe_rdma_local_complete pvar must have
  * counted transfers (and osc_nbe_rdma_fin none); with =fin the FIN counter must
- * have counted (gets may still complete at the origin).
+ * have counted (gets may still complete at the origin). With NBE_EXPECT_PACKED
+ * set, osc_nbe_puts_packed must have counted.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -118,7 +123,8 @@ int main(int argc, char **argv)
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     int ilocal = find_pvar("osc_nbe_rdma_local_complete"), ifin = find_pvar("osc_nbe_rdma_fin");
     MPI_T_pvar_session_create(&session);
-    MPI_T_pvar_handle hlocal = pvar_handle(ilocal), hfin = pvar_handle(ifin);
+    MPI_T_pvar_handle hlocal = pvar_handle(ilocal), hfin = pvar_handle(ifin),
+                      hpacked = pvar_handle(find_pvar("osc_nbe_puts_packed"));
 
     unsigned char *mem = calloc(WIN_BYTES, 1), *src = malloc(WIN_BYTES), *dst = malloc(WIN_BYTES);
     long *acc = calloc(ACC_N, sizeof(long)), *tmp = malloc(ACC_N * sizeof(long));
@@ -201,6 +207,40 @@ int main(int argc, char **argv)
     MPI_Group_free(&peers);
     MPI_Group_free(&world);
 
+    /* 5. bursts of small puts: 8-byte words and 24-byte triples */
+    long *words = (long *) mem, *wsrc = (long *) src;
+    const int NW = 2048;
+    for (int ep = 0; ep < 3; ++ep) {
+        for (int i = 0; i < NW; ++i) wsrc[i] = (long) rank * 1000003L + ep * 7919L + i;
+        if (0 == ep) MPI_Win_fence(0, win);
+        else if (1 == ep) MPI_Win_lock_all(0, win);
+        else MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+        for (int i = 0; i < NW / 2; ++i) {
+            MPI_Put(&wsrc[i], 1, MPI_LONG, right, (MPI_Aint) (i * sizeof(long)), 1, MPI_LONG, win);
+        }
+        for (int i = NW / 2; i < NW; i += 3) {
+            int n = NW - i < 3 ? NW - i : 3;
+            MPI_Put(&wsrc[i], n, MPI_LONG, right, (MPI_Aint) (i * sizeof(long)), n, MPI_LONG, win);
+        }
+        if (0 == ep) MPI_Win_fence(0, win);
+        else if (1 == ep) { MPI_Win_flush_all(win); MPI_Win_unlock_all(win); }
+        else MPI_Win_unlock(right, win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < NW; ++i) {
+            long want = (long) left * 1000003L + ep * 7919L + i;
+            if (words[i] != want) {
+                fprintf(stderr, "[%d] small puts, epoch kind %d: word %d is %ld, expected %ld\n", rank, ep,
+                        i, words[i], want);
+                errs++;
+                break;
+            }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+
+    if (getenv("NBE_EXPECT_PACKED") && size > 1) {
+        CHECK(read_pvar(hpacked) > 0, "[%d] no put was packed\n", rank);
+    }
     const char *expect = getenv("NBE_EXPECT_RDMA");
     if (expect && size > 1) {
         unsigned long long nl = read_pvar(hlocal), nf = read_pvar(hfin);
@@ -217,6 +257,7 @@ int main(int argc, char **argv)
     free(mem); free(src); free(dst); free(acc); free(tmp);
     if (MPI_T_PVAR_HANDLE_NULL != hlocal) MPI_T_pvar_handle_free(session, &hlocal);
     if (MPI_T_PVAR_HANDLE_NULL != hfin) MPI_T_pvar_handle_free(session, &hfin);
+    if (MPI_T_PVAR_HANDLE_NULL != hpacked) MPI_T_pvar_handle_free(session, &hpacked);
     MPI_T_pvar_session_free(&session);
     MPI_T_finalize();
     MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);

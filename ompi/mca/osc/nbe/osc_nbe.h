@@ -110,8 +110,18 @@ enum {
     NBE_AM_GACC,
     NBE_AM_CAS,
     NBE_AM_REPLY,
-    NBE_AM_FIN       /* counted marker sent after an RDMA put/get completed */
+    NBE_AM_FIN,      /* counted marker sent after an RDMA put/get completed */
+    NBE_AM_PUT_MULTI /* small put fragments packed in one frame, each counted */
 };
+
+/* one put fragment inside an NBE_AM_PUT_MULTI frame; its data follows,
+ * padded to 8 bytes */
+typedef struct nbe_am_sub {
+    uint64_t addr;
+    uint64_t fence_tag;
+    uint32_t len;
+    uint32_t pad;
+} nbe_am_sub_t;
 
 typedef struct nbe_am_hdr {
     uint8_t  type;
@@ -189,11 +199,12 @@ int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
                              const void *payload, size_t paylen, bool may_queue);
 size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
-/* contiguous put/get of at least threshold bytes through the BTL's RDMA:
- * -1 not taken (use active messages), 0 complete at the origin (nothing
- * counted), 1 in flight with one counted FIN to follow */
+/* contiguous put/get through the BTL's RDMA (from osc_nbe_rdma_threshold /
+ * osc_nbe_rdma_get_threshold bytes on): -1 not taken (use active messages),
+ * 0 complete at the origin (nothing counted), 1 in flight with one counted
+ * FIN to follow */
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
-                           uint64_t remote, size_t len, bool is_put, size_t threshold);
+                           uint64_t remote, size_t len, bool is_put);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);

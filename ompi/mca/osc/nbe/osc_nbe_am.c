@@ -56,8 +56,91 @@ static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     }
 }
 
+/* Packing of small puts (NBE_AM_PUT_MULTI). Consecutive small put
+ * fragments to one peer are copied into one open frame instead of a BTL
+ * message each; each is still one counted operation message. The open
+ * frame is logically the head of the out-queue: it goes out before any
+ * other frame of any window (so DONE / UNLOCK / FLUSH_REQ / FENCE_DONE
+ * follow the data), when it is full, and on every progress call. A put is
+ * locally complete once copied. */
+static unsigned aggregate_size;    /* MCA: frame bound in bytes, 0: no packing */
+static unsigned long long pv_packed;  /* put fragments sent packed */
+static struct {
+    ompi_osc_nbe_module_t *module;   /* NULL: no open frame */
+    int    peer;
+    size_t len, cap;                 /* bytes used (header included), bound */
+    char  *buf;
+} agg;
+
+static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
+                    const void *payload, size_t paylen);
+
+/* send the open frame; OMPI_ERR_OUT_OF_RESOURCE keeps it open */
+static int agg_flush(void)
+{
+    if (NULL == agg.module) return OMPI_SUCCESS;
+    nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
+    hdr->len = (uint32_t) (agg.len - sizeof(*hdr));
+    int rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
+    if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
+    if (OMPI_SUCCESS != rc) opal_output(0, "osc/nbe: packed puts to %d lost (%d)", agg.peer, rc);
+    agg.module = NULL;
+    return OMPI_SUCCESS;
+}
+
+/* the largest put fragment worth packing */
+static size_t agg_item_max(void)
+{
+    return aggregate_size / 4;
+}
+
+/* pack one put fragment; false if the BTL is busy (the fragment is not taken) */
+static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
+                    const void *data)
+{
+    size_t need = sizeof(nbe_am_sub_t) + ((frag->len + 7) & ~(size_t) 7);
+    if (agg.module && (agg.module != module || agg.peer != peer || agg.len + need > agg.cap)) {
+        if (OMPI_SUCCESS != agg_flush()) return false;
+    }
+    if (NULL == agg.module) {
+        mca_bml_base_btl_t *b = peer_btl(module, peer);
+        size_t cap = aggregate_size;
+        if (NULL == b) return false;
+        if (b->btl->btl_eager_limit < cap) cap = b->btl->btl_eager_limit;
+        if (cap < sizeof(nbe_am_hdr_t) + need) cap = sizeof(nbe_am_hdr_t) + need;
+        if (cap > agg.cap) {
+            char *nb = realloc(agg.buf, cap);
+            if (NULL == nb) return false;
+            agg.buf = nb;
+        }
+        agg.cap = cap;
+        nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
+        memset(hdr, 0, sizeof(*hdr));
+        hdr->type = NBE_AM_PUT_MULTI;
+        hdr->src = module->rank;
+        hdr->cid = module->cid;
+        agg.module = module;
+        agg.peer = peer;
+        agg.len = sizeof(*hdr);
+    }
+    nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len };
+    memcpy(agg.buf + agg.len, &sub, sizeof(sub));
+    memcpy(agg.buf + agg.len + sizeof(sub), data, frag->len);
+    agg.len += need;
+    pv_packed++;
+    if (agg.len + sizeof(nbe_am_sub_t) + 8 > agg.cap) (void) agg_flush();
+    return true;
+}
+
 /* try to hand one frame to the BTL; OMPI_ERR_OUT_OF_RESOURCE if busy */
 static int try_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
+                    const void *payload, size_t paylen)
+{
+    if (agg.module && OMPI_SUCCESS != agg_flush()) return OMPI_ERR_OUT_OF_RESOURCE;
+    return raw_send(module, peer, hdr, hdrlen, payload, paylen);
+}
+
+static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
     mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
@@ -157,7 +240,10 @@ static bool op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
         default:
             break;
         }
-        if (OMPI_SUCCESS != try_send(module, op->super.target, &hdr, sizeof(hdr), payload, paylen)) {
+        if (NBE_OP_PUT == op->type && f->len <= agg_item_max()) {
+            if (!agg_add(module, op->super.target, &hdr, payload)) return false;
+        } else if (OMPI_SUCCESS != try_send(module, op->super.target, &hdr, sizeof(hdr), payload,
+                                            paylen)) {
             return false;
         }
         op->next_frag++;
@@ -196,6 +282,10 @@ void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
 int ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module)
 {
     int count = 0;
+    if (agg.module) {
+        if (OMPI_SUCCESS != agg_flush()) return 0;
+        count++;
+    }
     while (!opal_list_is_empty(&module->outq)) {
         nbe_qentry_t *q = (nbe_qentry_t *) opal_list_get_first(&module->outq);
         if (q->op) {
@@ -245,6 +335,7 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
  * epoch accounting stays message-count based (the FIN arrives after the
  * data on in-order BTLs, and it leaves from the completion callback). */
 
+static unsigned rdma_get_threshold;       /* MCA: gets of at least this many bytes use btl_get */
 static char  *remote_complete_list;       /* MCA string */
 static char **remote_complete_argv;       /* parsed: BTL component names */
 static unsigned long long pv_rdma_local;  /* transfers complete at the origin, no FIN */
@@ -264,8 +355,32 @@ static bool btl_remote_complete(const mca_btl_base_module_t *btl)
     return false;
 }
 
+static void register_aggregate_param(const mca_base_component_t *c)
+{
+    aggregate_size = 4096;
+    (void) mca_base_component_var_register(c, "aggregate_size",
+        "Pack consecutive small put fragments to one peer into one active message of at most "
+        "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
+        "packed. 0: one message per put",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &aggregate_size);
+    (void) mca_base_component_pvar_register(c, "puts_packed",
+        "Small put fragments sent packed with others in one active message", OPAL_INFO_LVL_4,
+        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        NULL, NULL, NULL, &pv_packed);
+}
+
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
 {
+    register_aggregate_param(c);
+    rdma_get_threshold = 4096;
+    (void) mca_base_component_var_register(c, "rdma_get_threshold",
+        "Contiguous gets of at least this many bytes use the BTL's RDMA get (vader CMA) instead "
+        "of an active-message request and reply (0: never). Lower than osc_nbe_rdma_threshold: "
+        "an active-message get needs the target's CPU for a round trip anyway",
+        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        &rdma_get_threshold);
     remote_complete_list = "vader,sm,self";
     (void) mca_base_component_var_register(c, "rdma_remote_complete",
         "Comma-separated BTL components whose RDMA put completion callback means the data is in "
@@ -298,6 +413,10 @@ void ompi_osc_nbe_am_finalize(void)
 {
     opal_argv_free(remote_complete_argv);
     remote_complete_argv = NULL;
+    agg.module = NULL;     /* every window flushed it when it closed its epochs */
+    free(agg.buf);
+    agg.buf = NULL;
+    agg.cap = 0;
 }
 
 static mca_bml_base_btl_t *rdma_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put)
@@ -344,8 +463,9 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 }
 
 int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
-                          uint64_t remote, size_t len, bool is_put, size_t threshold)
+                          uint64_t remote, size_t len, bool is_put)
 {
+    unsigned threshold = is_put ? mca_osc_nbe_component.rdma_threshold : rdma_get_threshold;
     if (0 == threshold || len < threshold) return -1;
     mca_bml_base_btl_t *b = rdma_btl(module, op->super.target, is_put);
     if (NULL == b) return -1;

@@ -135,6 +135,23 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
         return;
     }
+    case NBE_AM_PUT_MULTI:
+        /* packed small puts, each one counted operation */
+        while (paylen >= sizeof(nbe_am_sub_t)) {
+            nbe_am_sub_t sub;
+            memcpy(&sub, payload, sizeof(sub));
+            size_t step = sizeof(sub) + ((sub.len + 7) & ~(size_t) 7);
+            if (sub.len > paylen - sizeof(sub)) {
+                opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
+                return;
+            }
+            memcpy((void *) (uintptr_t) sub.addr, payload + sizeof(sub), sub.len);
+            nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);
+            if (step >= paylen) break;
+            payload += step;
+            paylen -= step;
+        }
+        return;
     default:
         break;
     }
@@ -473,8 +490,7 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
         uint64_t remote = op->target_addr + (uint64_t) op->target_dt->super.true_lb;
         op->nplan = 1;          /* the FIN, if one follows */
         module->bytes += len;
-        int n = ompi_osc_nbe_try_rdma(module, op, local, remote, len, is_put,
-                                      mca_osc_nbe_component.rdma_threshold);
+        int n = ompi_osc_nbe_try_rdma(module, op, local, remote, len, is_put);
         if (n >= 0) return n;   /* op is gone when n == 0 */
         op->nplan = 0;
         module->bytes -= len;

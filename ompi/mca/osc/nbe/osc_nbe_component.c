@@ -158,10 +158,10 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.max_frag_size);
 
-    mca_osc_nbe_component.rdma_threshold = 8192;
+    mca_osc_nbe_component.rdma_threshold = 16384;
     (void) mca_base_component_var_register(c, "rdma_threshold",
-        "Contiguous puts and gets of at least this many bytes use the BTL's RDMA put/get "
-        "(vader CMA, tcp put) instead of active-message fragments (0: never)",
+        "Contiguous puts of at least this many bytes use the BTL's RDMA put (vader CMA, tcp put) "
+        "instead of active-message fragments (0: never; gets: osc_nbe_rdma_get_threshold)",
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.rdma_threshold);
 
