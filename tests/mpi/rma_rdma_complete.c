@@ -19,10 +19,7 @@
  * have counted (gets may still complete at the origin). With NBE_EXPECT_PACKED
  * set, osc_nbe_puts_packed must have counted.
  */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "mdq_pvar.h"
 
 #define WIN_BYTES (512 * 1024)
 #define ACC_N     (16 * 1024)     /* longs of the exclusive-lock array (128 KiB) */
@@ -31,10 +28,6 @@
 static const int sizes[] = { 8, 1000, 8192, 40000, 200000 };
 #define NSIZES ((int) (sizeof(sizes) / sizeof(sizes[0])))
 
-static int errs;
-
-#define CHECK(cond, ...) do { if (!(cond)) { fprintf(stderr, __VA_ARGS__); errs++; } } while (0)
-
 static size_t region(int k)
 {
     size_t off = 0;
@@ -42,29 +35,22 @@ static size_t region(int k)
     return off;
 }
 
-static unsigned char pattern(int origin, int iter, size_t i)
+/* the data origin sends in iteration iter, one pattern per size */
+static int seed(int origin, int iter)
 {
-    return (unsigned char) (origin * 31 + iter * 7 + (int) (i % 251) + 1);
+    return origin * 131 + iter + 1;
 }
 
-static void fill(unsigned char *buf, int origin, int iter)
+static void fill_all(unsigned char *buf, int origin, int iter)
 {
-    for (int k = 0; k < NSIZES; ++k) {
-        for (size_t i = 0; i < (size_t) sizes[k]; ++i) buf[region(k) + i] = pattern(origin, iter, i);
-    }
+    for (int k = 0; k < NSIZES; ++k) fill(buf + region(k), (size_t) sizes[k], seed(origin, iter));
 }
 
-static void check_mem(const unsigned char *mem, int origin, int iter, const char *what, int rank)
+static void check_mem(const unsigned char *mem, int origin, int iter, const char *what)
 {
     for (int k = 0; k < NSIZES; ++k) {
-        for (size_t i = 0; i < (size_t) sizes[k]; ++i) {
-            if (mem[region(k) + i] != pattern(origin, iter, i)) {
-                fprintf(stderr, "[%d] %s: size %d byte %zu is %d, expected %d (iter %d)\n", rank, what,
-                        sizes[k], i, mem[region(k) + i], pattern(origin, iter, i), iter);
-                errs++;
-                break;
-            }
-        }
+        size_t bad = verify(mem + region(k), (size_t) sizes[k], seed(origin, iter));
+        CHECK(0 == bad, "%s: size %d differs at byte %zu (iteration %d)", what, sizes[k], bad - 1, iter);
     }
 }
 
@@ -77,54 +63,19 @@ static void put_all(const unsigned char *src, int target, MPI_Win win, int flush
     }
 }
 
-static int find_pvar(const char *want)
-{
-    int n;
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n; ++i) {
-        char name[256], desc[1024];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro, &cont, &atomic);
-        if (0 == strcmp(name, want)) return i;
-    }
-    return -1;
-}
-
-/* counters are read as the increase since their handle was allocated */
-static MPI_T_pvar_session session;
-
-static MPI_T_pvar_handle pvar_handle(int idx)
-{
-    MPI_T_pvar_handle h = MPI_T_PVAR_HANDLE_NULL;
-    int count;
-    if (idx >= 0) MPI_T_pvar_handle_alloc(session, idx, NULL, &h, &count);
-    return h;
-}
-
-static unsigned long long read_pvar(MPI_T_pvar_handle h)
-{
-    unsigned long long v = 0;
-    if (MPI_T_PVAR_HANDLE_NULL != h) MPI_T_pvar_read(session, h, &v);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
-    int rank, size, total = 0, provided;
     MPI_Win win, awin;
     MPI_Group world, peers;
+    MPI_T_pvar_handle hlocal, hfin, hpacked;
 
-    MPI_Init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    int ilocal = find_pvar("osc_nbe_rdma_local_complete"), ifin = find_pvar("osc_nbe_rdma_fin");
-    MPI_T_pvar_session_create(&session);
-    MPI_T_pvar_handle hlocal = pvar_handle(ilocal), hfin = pvar_handle(ifin),
-                      hpacked = pvar_handle(find_pvar("osc_nbe_puts_packed"));
+    test_init(&argc, &argv);
+    int size = nprocs, right = (rank + 1) % size, left = (rank + size - 1) % size;
+    /* counters read as their increase since the handles were allocated */
+    mdq_pvar_init();
+    mdq_pvar_find("osc_nbe_rdma_local_complete", &hlocal);
+    mdq_pvar_find("osc_nbe_rdma_fin", &hfin);
+    mdq_pvar_find("osc_nbe_puts_packed", &hpacked);
 
     unsigned char *mem = calloc(WIN_BYTES, 1), *src = malloc(WIN_BYTES), *dst = malloc(WIN_BYTES);
     long *acc = calloc(ACC_N, sizeof(long)), *tmp = malloc(ACC_N * sizeof(long));
@@ -135,12 +86,12 @@ int main(int argc, char **argv)
     /* 1. flush-only passive epochs, the target reads before unlock_all */
     MPI_Win_lock_all(0, win);
     for (int it = 0; it < ITERS; ++it) {
-        fill(src, rank, it);
+        fill_all(src, rank, it);
         put_all(src, right, win, 1);
         if (it % 2) MPI_Win_flush_all(win);
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Win_sync(win);
-        check_mem(mem, left, it, "flush", rank);
+        check_mem(mem, left, it, "flush");
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
@@ -152,7 +103,7 @@ int main(int argc, char **argv)
         }
         if (it) MPI_Win_flush_local(right, win);
         else MPI_Win_flush_local_all(win);
-        check_mem(dst, rank, ITERS - 1, "get", rank);
+        check_mem(dst, rank, ITERS - 1, "get");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_unlock_all(win);
@@ -178,32 +129,29 @@ int main(int argc, char **argv)
         MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, awin);
         for (int i = 0; i < ACC_N; ++i) {
             long want = (long) size * (ITERS / 2) * (i == ACC_N - 1 ? 2 : 1);
-            if (acc[i] != want) {
-                fprintf(stderr, "[0] exclusive lock: element %d is %ld, expected %ld\n", i, acc[i], want);
-                errs++;
-                break;
-            }
+            CHECK(acc[i] == want, "exclusive lock: element %d is %ld, expected %ld", i, acc[i], want);
+            if (acc[i] != want) break;
         }
         MPI_Win_unlock(0, awin);
     }
 
     /* 4. fence and PSCW epochs */
     MPI_Win_fence(0, win);
-    fill(src, rank, 100);
+    fill_all(src, rank, 100);
     put_all(src, right, win, 0);
     MPI_Win_fence(0, win);
-    check_mem(mem, left, 100, "fence", rank);
+    check_mem(mem, left, 100, "fence");
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     int pr[2] = { left, right };
     MPI_Group_incl(world, left == right ? 1 : 2, pr, &peers);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
-    fill(src, rank, 101);
+    fill_all(src, rank, 101);
     MPI_Win_post(peers, 0, win);
     MPI_Win_start(peers, 0, win);
     put_all(src, right, win, 0);
     MPI_Win_complete(win);
     MPI_Win_wait(win);
-    check_mem(mem, left, 101, "pscw", rank);
+    check_mem(mem, left, 101, "pscw");
     MPI_Group_free(&peers);
     MPI_Group_free(&world);
 
@@ -228,43 +176,29 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < NW; ++i) {
             long want = (long) left * 1000003L + ep * 7919L + i;
-            if (words[i] != want) {
-                fprintf(stderr, "[%d] small puts, epoch kind %d: word %d is %ld, expected %ld\n", rank, ep,
-                        i, words[i], want);
-                errs++;
-                break;
-            }
+            CHECK(words[i] == want, "small puts, epoch kind %d: word %d is %ld, expected %ld", ep, i,
+                  words[i], want);
+            if (words[i] != want) break;
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
     if (getenv("NBE_EXPECT_PACKED") && size > 1) {
-        CHECK(read_pvar(hpacked) > 0, "[%d] no put was packed\n", rank);
+        CHECK(mdq_pvar_read(hpacked) > 0, "no put was packed");
     }
     const char *expect = getenv("NBE_EXPECT_RDMA");
     if (expect && size > 1) {
-        unsigned long long nl = read_pvar(hlocal), nf = read_pvar(hfin);
-        CHECK(ilocal >= 0 && ifin >= 0, "[%d] rdma pvars not found\n", rank);
+        unsigned long long nl = mdq_pvar_read(hlocal), nf = mdq_pvar_read(hfin);
         if (0 == strcmp(expect, "local")) {
-            CHECK(nl > 0 && 0 == nf, "[%d] expected origin-complete RDMA: local %llu fin %llu\n", rank, nl, nf);
+            CHECK(nl > 0 && 0 == nf, "expected origin-complete RDMA: local %llu fin %llu", nl, nf);
         } else {
-            CHECK(nf > 0, "[%d] expected RDMA with FIN: local %llu fin %llu\n", rank, nl, nf);
+            CHECK(nf > 0, "expected RDMA with FIN: local %llu fin %llu", nl, nf);
         }
     }
 
     MPI_Win_free(&awin);
     MPI_Win_free(&win);
     free(mem); free(src); free(dst); free(acc); free(tmp);
-    if (MPI_T_PVAR_HANDLE_NULL != hlocal) MPI_T_pvar_handle_free(session, &hlocal);
-    if (MPI_T_PVAR_HANDLE_NULL != hfin) MPI_T_pvar_handle_free(session, &hfin);
-    if (MPI_T_PVAR_HANDLE_NULL != hpacked) MPI_T_pvar_handle_free(session, &hpacked);
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
-    MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (0 == rank) {
-        if (0 == total) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
-    }
-    MPI_Finalize();
-    return total ? 1 : 0;
+    mdq_pvar_fini();
+    return test_finish();
 }

@@ -62,13 +62,20 @@ static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
  * frame is logically the head of the out-queue: it goes out before any
  * other frame of any window (so DONE / UNLOCK / FLUSH_REQ / FENCE_DONE
  * follow the data), when it is full, and on every progress call. A put is
- * locally complete once copied. */
+ * locally complete once copied. The first put of a burst leaves at once
+ * (a lone put followed by a flush must not wait for the FLUSH_REQ: the
+ * target applies it while the origin prepares the flush); packing starts
+ * with the second small put in a row to the same peer. */
 static unsigned aggregate_size;    /* MCA: frame bound in bytes, 0: no packing */
 static unsigned long long pv_packed;  /* put fragments sent packed */
+/* the last frame sent was a small put to this window and peer */
+static ompi_osc_nbe_module_t *burst_module;
+static int burst_peer;
 static struct {
     ompi_osc_nbe_module_t *module;   /* NULL: no open frame */
     int    peer;
     size_t len, cap;                 /* bytes used (header included), bound */
+    size_t n;                        /* put fragments in it */
     char  *buf;
 } agg;
 
@@ -80,8 +87,22 @@ static int agg_flush(void)
 {
     if (NULL == agg.module) return OMPI_SUCCESS;
     nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
-    hdr->len = (uint32_t) (agg.len - sizeof(*hdr));
-    int rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
+    int rc;
+    if (1 == agg.n) {
+        /* a lone put leaves as a plain PUT frame: no packing cost at the target */
+        nbe_am_hdr_t one = *hdr;
+        nbe_am_sub_t sub;
+        memcpy(&sub, agg.buf + sizeof(*hdr), sizeof(sub));
+        one.type = NBE_AM_PUT;
+        one.addr = sub.addr;
+        one.fence_tag = sub.fence_tag;
+        one.len = sub.len;
+        rc = raw_send(agg.module, agg.peer, &one, sizeof(one), agg.buf + sizeof(*hdr) + sizeof(sub),
+                      sub.len);
+    } else {
+        hdr->len = (uint32_t) (agg.len - sizeof(*hdr));
+        rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
+    }
     if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
     if (OMPI_SUCCESS != rc) opal_output(0, "osc/nbe: packed puts to %d lost (%d)", agg.peer, rc);
     agg.module = NULL;
@@ -122,11 +143,13 @@ static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t 
         agg.module = module;
         agg.peer = peer;
         agg.len = sizeof(*hdr);
+        agg.n = 0;
     }
     nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len };
     memcpy(agg.buf + agg.len, &sub, sizeof(sub));
     memcpy(agg.buf + agg.len + sizeof(sub), data, frag->len);
     agg.len += need;
+    agg.n++;
     pv_packed++;
     if (agg.len + sizeof(nbe_am_sub_t) + 8 > agg.cap) (void) agg_flush();
     return true;
@@ -137,7 +160,22 @@ static int try_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
                     const void *payload, size_t paylen)
 {
     if (agg.module && OMPI_SUCCESS != agg_flush()) return OMPI_ERR_OUT_OF_RESOURCE;
+    burst_module = NULL;
     return raw_send(module, peer, hdr, hdrlen, payload, paylen);
+}
+
+/* send a small put fragment now, or pack it if it continues a burst */
+static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
+                      const void *data)
+{
+    if ((agg.module == module && agg.peer == peer) ||
+        (NULL == agg.module && burst_module == module && burst_peer == peer)) {
+        return agg_add(module, peer, frag, data);
+    }
+    if (OMPI_SUCCESS != try_send(module, peer, frag, sizeof(*frag), data, frag->len)) return false;
+    burst_module = module;
+    burst_peer = peer;
+    return true;
 }
 
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
@@ -241,7 +279,7 @@ static bool op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
             break;
         }
         if (NBE_OP_PUT == op->type && f->len <= agg_item_max()) {
-            if (!agg_add(module, op->super.target, &hdr, payload)) return false;
+            if (!put_small(module, op->super.target, &hdr, payload)) return false;
         } else if (OMPI_SUCCESS != try_send(module, op->super.target, &hdr, sizeof(hdr), payload,
                                             paylen)) {
             return false;
@@ -355,31 +393,35 @@ static bool btl_remote_complete(const mca_btl_base_module_t *btl)
     return false;
 }
 
-static void register_aggregate_param(const mca_base_component_t *c)
+/* a process-wide counter of this file as an MPI_T pvar */
+static void register_counter(const mca_base_component_t *c, const char *name, const char *desc,
+                             unsigned long long *counter)
 {
-    aggregate_size = 4096;
-    (void) mca_base_component_var_register(c, "aggregate_size",
-        "Pack consecutive small put fragments to one peer into one active message of at most "
-        "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
-        "packed. 0: one message per put",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &aggregate_size);
-    (void) mca_base_component_pvar_register(c, "puts_packed",
-        "Small put fragments sent packed with others in one active message", OPAL_INFO_LVL_4,
-        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-        NULL, NULL, NULL, &pv_packed);
+    (void) mca_base_component_pvar_register(c, name, desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL, counter);
+}
+
+static void register_uint(const mca_base_component_t *c, const char *name, const char *desc,
+                          unsigned value, unsigned *storage)
+{
+    *storage = value;
+    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
+                                           OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, storage);
 }
 
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
 {
-    register_aggregate_param(c);
-    rdma_get_threshold = 4096;
-    (void) mca_base_component_var_register(c, "rdma_get_threshold",
+    register_uint(c, "aggregate_size",
+        "Pack consecutive small put fragments to one peer into one active message of at most "
+        "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
+        "packed. 0: one message per put", 4096, &aggregate_size);
+    register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
+                     "message", &pv_packed);
+    register_uint(c, "rdma_get_threshold",
         "Contiguous gets of at least this many bytes use the BTL's RDMA get (vader CMA) instead "
         "of an active-message request and reply (0: never). Lower than osc_nbe_rdma_threshold: "
-        "an active-message get needs the target's CPU for a round trip anyway",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+        "an active-message get needs the target's CPU for a round trip anyway", 4096,
         &rdma_get_threshold);
     remote_complete_list = "vader,sm,self";
     (void) mca_base_component_var_register(c, "rdma_remote_complete",
@@ -389,17 +431,9 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "need no round trip for it. Empty: every RDMA put is followed by a counted FIN",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &remote_complete_list);
-    (void) mca_base_component_pvar_register(c, "rdma_local_complete",
-        "RDMA puts/gets that completed inside the BTL call and were counted complete at the "
-        "origin (no FIN frame)", OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
-        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
-        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
-        &pv_rdma_local);
-    (void) mca_base_component_pvar_register(c, "rdma_fin",
-        "RDMA puts/gets followed by a counted FIN frame", OPAL_INFO_LVL_4,
-        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
-        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
-        NULL, NULL, NULL, &pv_rdma_fin);
+    register_counter(c, "rdma_local_complete", "RDMA puts/gets that completed inside the BTL call "
+                     "and were counted complete at the origin (no FIN frame)", &pv_rdma_local);
+    register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);
 }
 
 static void parse_remote_complete(void)
