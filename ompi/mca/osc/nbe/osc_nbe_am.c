@@ -13,6 +13,8 @@
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 #include "opal/util/argv.h"
+#include "opal/datatype/opal_convertor.h"
+#include "ompi/datatype/ompi_datatype.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
@@ -55,6 +57,8 @@ static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
         opal_output(0, "osc/nbe: a BTL send failed (%d)", status);
     }
 }
+
+static bool use_sendi;    /* MCA: immediate sends for frames that may overtake */
 
 /* Packing of small puts (NBE_AM_PUT_MULTI). Consecutive small put
  * fragments to one peer are copied into one open frame instead of a BTL
@@ -178,6 +182,47 @@ static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_
     return true;
 }
 
+/* Immediate sends (btl_sendi: vader's per-peer fast box). They may overtake
+ * frames sent through the BTL's ordinary path (vader polls its fast boxes
+ * before its FIFO), so only frames whose order does not matter use them:
+ * control messages, replies and FINs (the engine counts, a target waits for
+ * the announced totals), puts and gets (MPI orders only accumulates; puts
+ * and gets to one location in one epoch conflict). Accumulate, get-
+ * accumulate and compare-and-swap frames keep the ordered path. */
+#define NBE_SENDI_MAX 512
+
+static opal_convertor_t sendi_conv;    /* zero bytes: the whole frame is the "header" */
+static bool sendi_conv_ready;
+
+static bool may_overtake(const void *hdr)
+{
+    switch (((const nbe_am_hdr_t *) hdr)->type) {
+    case NBE_AM_ACC:
+    case NBE_AM_GACC:
+    case NBE_AM_CAS:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static int try_sendi(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hdrlen, const void *payload,
+                     size_t paylen)
+{
+    char frame[NBE_SENDI_MAX];
+    if (!sendi_conv_ready) {
+        OBJ_CONSTRUCT(&sendi_conv, opal_convertor_t);
+        opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &ompi_mpi_byte.dt.super, 0,
+                                                 NULL, 0, &sendi_conv);
+        sendi_conv_ready = true;
+    }
+    memcpy(frame, hdr, hdrlen);
+    if (paylen) memcpy(frame + hdrlen, payload, paylen);
+    return mca_bml_base_sendi(bml_btl, &sendi_conv, frame, hdrlen + paylen, 0, MCA_BTL_NO_ORDER,
+                              MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP,
+                              (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag, NULL);
+}
+
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
@@ -186,6 +231,10 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     int rc;
 
     if (NULL == bml_btl) return OMPI_ERR_UNREACH;
+    if (use_sendi && NULL != bml_btl->btl->btl_sendi && hdrlen + paylen <= NBE_SENDI_MAX &&
+        may_overtake(hdr) && OPAL_SUCCESS == try_sendi(bml_btl, hdr, hdrlen, payload, paylen)) {
+        return OMPI_SUCCESS;
+    }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, hdrlen + paylen,
                        MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -412,6 +461,11 @@ static void register_uint(const mca_base_component_t *c, const char *name, const
 
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
 {
+    use_sendi = true;
+    (void) mca_base_component_var_register(c, "use_sendi",
+        "Send small control, reply, FIN, put and get frames with the BTL's immediate send "
+        "(vader's fast box); accumulate frames always keep the ordered send path",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &use_sendi);
     register_uint(c, "aggregate_size",
         "Pack consecutive small put fragments to one peer into one active message of at most "
         "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
@@ -447,6 +501,10 @@ void ompi_osc_nbe_am_finalize(void)
 {
     opal_argv_free(remote_complete_argv);
     remote_complete_argv = NULL;
+    if (sendi_conv_ready) {
+        OBJ_DESTRUCT(&sendi_conv);
+        sendi_conv_ready = false;
+    }
     agg.module = NULL;     /* every window flushed it when it closed its epochs */
     free(agg.buf);
     agg.buf = NULL;
