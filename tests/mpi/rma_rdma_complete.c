@@ -13,13 +13,19 @@
  *  5. many small puts (packed into one message each burst by osc/nbe) in
  *     fence, flush and exclusive-lock epochs, some to the same address
  *     (the value of the last put in an epoch is not defined by MPI, so
- *     every address is written once per epoch).
+ *     every address is written once per epoch);
+ *  6. accumulate ordering across frame sizes: MPI_REPLACE accumulates of
+ *     alternating sizes (8 B and 4 KiB frames; osc/nbe sends small frames
+ *     of other kinds through the BTL's immediate send) to overlapping
+ *     elements; the last one must win.
  * With NBE_EXPECT_RDMA=local the osc_nbe_rdma_local_complete pvar must have
  * counted transfers (and osc_nbe_rdma_fin none); with =fin the FIN counter must
  * have counted (gets may still complete at the origin). With NBE_EXPECT_PACKED
  * set, osc_nbe_puts_packed must have counted.
  */
 #include "mdq_pvar.h"
+
+#include <unistd.h>
 
 #define WIN_BYTES (512 * 1024)
 #define ACC_N     (16 * 1024)     /* longs of the exclusive-lock array (128 KiB) */
@@ -182,6 +188,28 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    /* 6. accumulate ordering: small and large MPI_REPLACE to overlapping elements.
+     * The lock is granted first and the target sleeps while they arrive, so
+     * that they all wait at once in its BTL queues when it polls them. */
+    MPI_Win_lock_all(0, win);
+    MPI_Accumulate(wsrc, 1, MPI_LONG, right, 0, 1, MPI_LONG, MPI_REPLACE, win);
+    MPI_Win_flush_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int it = 0; it < 50; ++it) {
+        int n = (it % 2) ? 1 : 512;           /* 8 B or 4 KiB */
+        for (int i = 0; i < n; ++i) wsrc[i] = (long) rank * 100000L + it * 1000L + i;
+        MPI_Accumulate(wsrc, n, MPI_LONG, right, 0, n, MPI_LONG, MPI_REPLACE, win);
+    }
+    usleep(200000);
+    MPI_Win_flush_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_sync(win);
+    /* element 0 was last written in iteration 49 (small), 1..511 in iteration 48 (large) */
+    CHECK(words[0] == (long) left * 100000L + 49 * 1000L, "accumulate order: word 0 is %ld", words[0]);
+    CHECK(words[1] == (long) left * 100000L + 48 * 1000L + 1, "accumulate order: word 1 is %ld", words[1]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_unlock_all(win);
 
     if (getenv("NBE_EXPECT_PACKED") && size > 1) {
         CHECK(mdq_pvar_read(hpacked) > 0, "no put was packed");

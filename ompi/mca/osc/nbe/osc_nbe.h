@@ -172,7 +172,8 @@ typedef struct ompi_osc_nbe_op {
     char                  *result_alloc;
     size_t                 nbytes;     /* stream length */
     size_t                 reply_left; /* bytes of replies still expected */
-    nbe_frag_plan_t       *plan;
+    nbe_frag_plan_t       *plan;       /* &plan1 while one fragment suffices */
+    nbe_frag_plan_t        plan1;
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
 } ompi_osc_nbe_op_t;

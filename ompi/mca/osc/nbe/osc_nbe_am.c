@@ -182,9 +182,10 @@ static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_
     return true;
 }
 
-/* Immediate sends (btl_sendi: vader's per-peer fast box). They may overtake
- * frames sent through the BTL's ordinary path (vader polls its fast boxes
- * before its FIFO), so only frames whose order does not matter use them:
+/* Immediate sends (btl_sendi: vader's per-peer fast box). A BTL need not
+ * keep them in order with frames of its ordinary send path (vader does: it
+ * routes FIFO fragments through an active fast box), so only frames whose
+ * order does not matter use them:
  * control messages, replies and FINs (the engine counts, a target waits for
  * the announced totals), puts and gets (MPI orders only accumulates; puts
  * and gets to one location in one epoch conflict). Accumulate, get-
@@ -474,9 +475,7 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
                      "message", &pv_packed);
     register_uint(c, "rdma_get_threshold",
         "Contiguous gets of at least this many bytes use the BTL's RDMA get (vader CMA) instead "
-        "of an active-message request and reply (0: never). Lower than osc_nbe_rdma_threshold: "
-        "an active-message get needs the target's CPU for a round trip anyway", 4096,
-        &rdma_get_threshold);
+        "of an active-message request and reply (0: never)", 16384, &rdma_get_threshold);
     remote_complete_list = "vader,sm,self";
     (void) mca_base_component_var_register(c, "rdma_remote_complete",
         "Comma-separated BTL components whose RDMA put completion callback means the data is in "

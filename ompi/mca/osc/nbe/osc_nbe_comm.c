@@ -53,7 +53,7 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
     if (op->op) OBJ_RELEASE(op->op);
     free(op->stream_alloc);
     free(op->result_alloc);
-    free(op->plan);
+    if (op->plan != &op->plan1) free(op->plan);
     free(op);
 }
 
@@ -229,10 +229,16 @@ static int plan_add(ompi_osc_nbe_op_t *op, size_t *cap, uint64_t addr, uint64_t 
 {
     while (len > 0) {
         size_t n = len < chunk ? len : chunk;
-        if (op->nplan == *cap) {
-            size_t ncap = *cap ? 2 * *cap : 8;
-            nbe_frag_plan_t *np = realloc(op->plan, ncap * sizeof(*np));
+        if (0 == *cap) {
+            /* most operations are one fragment: no allocation for them */
+            op->plan = &op->plan1;
+            *cap = 1;
+        } else if (op->nplan == *cap) {
+            size_t ncap = 1 == *cap ? 8 : 2 * *cap;
+            nbe_frag_plan_t *np = malloc(ncap * sizeof(*np));
             if (NULL == np) return OMPI_ERR_OUT_OF_RESOURCE;
+            memcpy(np, op->plan, op->nplan * sizeof(*np));
+            if (op->plan != &op->plan1) free(op->plan);
             op->plan = np;
             *cap = ncap;
         }
