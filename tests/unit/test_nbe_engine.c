@@ -402,6 +402,46 @@ START_TEST(traits_are_sparse)
 }
 END_TEST
 
+/* engine-level simulation of window memory: an engine for 2, 1K and 1M
+ * peers holds the same bytes while no peer is touched; the glue's peer
+ * info (window geometry) lives in the touched peers' traits only */
+START_TEST(memory_per_untouched_peer)
+{
+    static int ctx0 = 0;
+    static const int sizes[] = { 2, 1024, 1000000 };
+    size_t base = 0;
+    memset(&S, 0, sizeof(S));
+    S.n = 1;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        nbe_engine_t *e = nbe_engine_create(0, sizes[i], &TX, &ctx0);
+        ck_assert_ptr_nonnull(e);
+        size_t m = nbe_engine_memory(e);
+        if (0 == i) base = m;
+        ck_assert_uint_eq(m, base);   /* slope 0 bytes per untouched peer */
+        nbe_peer_info_t *pi = nbe_engine_peer_info(e, sizes[i] - 1);
+        ck_assert_ptr_nonnull(pi);
+        ck_assert_int_eq(pi->known, 0);
+        pi->base = 4096;
+        pi->known = 1;
+        ck_assert_ptr_eq(nbe_engine_peer_info(e, sizes[i] - 1), pi);
+        ck_assert_uint_eq(nbe_engine_traits_count(e), 1);
+        ck_assert_uint_gt(nbe_engine_memory(e), base);
+        ck_assert_ptr_null(nbe_engine_peer_info(e, sizes[i]));
+        ck_assert_ptr_null(nbe_engine_peer_info(e, -1));
+        nbe_engine_destroy(e);
+    }
+    /* touching k peers of 1M costs O(k), pointers stay valid across growth */
+    nbe_engine_t *e = nbe_engine_create(0, 1000000, &TX, &ctx0);
+    nbe_peer_info_t *first = nbe_engine_peer_info(e, 7);
+    first->disp_unit = 8;
+    for (int r = 0; r < 1000; ++r) ck_assert_ptr_nonnull(nbe_engine_peer_info(e, r * 997));
+    ck_assert_ptr_eq(nbe_engine_peer_info(e, 7), first);
+    ck_assert_int_eq(first->disp_unit, 8);
+    ck_assert_uint_lt(nbe_engine_memory(e), base + 1001 * 512);
+    nbe_engine_destroy(e);
+}
+END_TEST
+
 /* many epochs opened back to back stay deferred and activate in order */
 START_TEST(deferred_epochs_fifo)
 {
@@ -647,6 +687,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
     tcase_add_test(tc, traits_are_sparse);
+    tcase_add_test(tc, memory_per_untouched_peer);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, lock_nocheck);

@@ -1214,3 +1214,21 @@ nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *e)
 {
     return e->tail ? e->tail->state : NBE_EPOCH_COMPLETE;
 }
+
+nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *e, int rank)
+{
+    if (rank < 0 || rank >= e->size) return NULL;
+    nbe_trait_t *tr = trait(e, rank);
+    return tr ? &tr->info : NULL;
+}
+
+size_t nbe_engine_memory(const nbe_engine_t *e)
+{
+    size_t bytes = sizeof(*e) + e->traits.cap * sizeof(*e->traits.slots) +
+                   e->traits.count * sizeof(nbe_trait_t) + e->loop_cap * sizeof(nbe_ctrl_t);
+    for (const nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        bytes += sizeof(*ep) + (size_t) ep->cap_legs * sizeof(nbe_leg_t);
+    }
+    for (const nbe_lock_waiter_t *w = e->lkq_head; w; w = w->next) bytes += sizeof(*w);
+    return bytes;
+}

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nbe_traits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -177,6 +179,13 @@ void nbe_note_remote_ack(nbe_engine_t *eng, int target, uint64_t ops);
 
 /* run the state machines; returns the number of state changes */
 int nbe_progress(nbe_engine_t *eng);
+
+/* the glue's data about a peer, kept in its win_traits (created on first
+ * touch; NULL on ENOMEM). The pointer stays valid until the engine is
+ * destroyed. */
+nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *eng, int rank);
+/* heap bytes held by the engine (traits, epochs, queues) */
+size_t nbe_engine_memory(const nbe_engine_t *eng);
 
 /* --- queries --- */
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */

@@ -182,7 +182,10 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         if (!(assert & MPI_MODE_NOCHECK)) {
             ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
-            module->shm_held[target] = 1;
+            if (OMPI_SUCCESS != ompi_osc_nbe_shm_note_held(module, target)) {
+                ompi_osc_nbe_shm_win_unlock(module, target);
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
         }
         return OMPI_SUCCESS;
     }
@@ -204,8 +207,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = ompi_osc_nbe_wait_req(module, req);
     /* release the lock word only once the epoch's operations completed */
-    if (module->shm_held && module->shm_held[target]) {
-        module->shm_held[target] = 0;
+    if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
         ompi_osc_nbe_shm_win_unlock(module, target);
     }
     return rc;
