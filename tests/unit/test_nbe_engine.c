@@ -349,6 +349,45 @@ START_TEST(flush_completes_remotely)
 }
 END_TEST
 
+/* the flush fast path answers "complete" only when nothing is unacked;
+ * requests and epochs are recycled through the engine's free lists */
+START_TEST(flush_now_fast_path)
+{
+    sim_init(2, _i);
+    nbe_req_t *f, *u, *first;
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 1), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_OK);     /* nothing issued */
+    put(0, 0, 1, 7, NBE_OK);                                    /* self: applied directly */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 0, 0), NBE_OK);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_OK);
+    put(0, 1, 2, 9, NBE_OK);                                    /* a counted message */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_AGAIN);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_AGAIN);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 1), NBE_OK);     /* locally complete */
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 0, &f), NBE_OK);
+    first = f;
+    wait_req(f);
+    ck_assert_int_eq(S.mem[1][2], 9);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_OK);     /* acked now */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_OK);
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 0, &f), NBE_OK);
+    ck_assert_ptr_eq(f, first);                                 /* recycled */
+    wait_req(f);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    for (int k = 0; k < 100; ++k) {
+        ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+        put(0, 1, k % MEM, k, NBE_OK);
+        ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+        wait_req(u);
+        ck_assert_int_eq(S.mem[1][k % MEM], k);
+    }
+    sim_fini();
+}
+END_TEST
+
 START_TEST(sync_errors)
 {
     sim_init(2, 0);
@@ -686,6 +725,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_shared_concurrent);
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
+    tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);
     tcase_add_test(tc, memory_per_untouched_peer);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);

@@ -37,6 +37,7 @@ extern "C" {
 #define NBE_ERR_SYNC   (-1)   /* synchronization misuse (MPI_ERR_RMA_SYNC) */
 #define NBE_ERR_NOMEM  (-2)
 #define NBE_ERR_ARG    (-3)
+#define NBE_AGAIN       1     /* nbe_flush_now: a real flush is needed */
 
 /* assertion bits (the glue maps MPI_MODE_* onto these) */
 #define NBE_MODE_NOCHECK    0x1
@@ -116,6 +117,7 @@ struct nbe_req {
     int            target;      /* flush: target rank or -1 for all */
     uint64_t       thr;         /* flush: ops threshold for single target */
     int            phase;
+    nbe_engine_t  *owner;       /* its free list */
 };
 
 typedef struct nbe_transport {
@@ -156,6 +158,11 @@ int nbe_iunlock_all(nbe_engine_t *eng, nbe_req_t **req);
 /* target < 0: all targets; local != 0: flush_local */
 int nbe_iflush(nbe_engine_t *eng, int target, int local, nbe_req_t **req);
 void nbe_req_free(nbe_req_t *req);
+/* Fast path of flush: NBE_OK if a flush (target < 0: flush_all) would
+ * complete at once (nothing buffered, pending or unacknowledged: e.g. every
+ * operation was applied through shared memory); no request, no progress.
+ * NBE_AGAIN if nbe_iflush is needed; NBE_ERR_SYNC outside a passive epoch. */
+int nbe_flush_now(nbe_engine_t *eng, int target, int local);
 
 /* --- RMA operations --- */
 /* Checks that an access epoch covers op->target (else NBE_ERR_SYNC) and

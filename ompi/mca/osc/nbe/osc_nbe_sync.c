@@ -255,9 +255,20 @@ int ompi_osc_nbe_sync(struct ompi_win_t *win)
 
 static int flush_common(struct ompi_win_t *win, int target, int local)
 {
+    static unsigned fast_flushes;
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
-    int rc = nbe_iflush(module->engine, target, local, &req);
+    int rc = nbe_flush_now(module->engine, target, local);
+    if (NBE_OK == rc) {
+        /* nothing in flight (direct shared-memory operations, or acked):
+         * order the stores and return. Now and then still poll the network:
+         * a loop of such flushes must not starve the others' requests. */
+        opal_atomic_mb();
+        if (0 == (++fast_flushes & 31)) opal_progress();
+        return OMPI_SUCCESS;
+    }
+    if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     return ompi_osc_nbe_wait_req(module, req);
 }
