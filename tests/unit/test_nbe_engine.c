@@ -388,6 +388,32 @@ START_TEST(flush_now_fast_path)
 }
 END_TEST
 
+/* local fences (shared-memory windows): no control message, the epoch
+ * completes once closed with its operations locally complete */
+START_TEST(local_fence_sends_nothing)
+{
+    sim_init(3, 0);
+    nbe_req_t *f;
+    for (int i = 0; i < 3; ++i) nbe_engine_set_local_fence(S.e[i], 1);
+    for (int round = 0; round < 5; ++round) {
+        ck_assert_int_eq(nbe_ifence(S.e[0], 0, &f), NBE_OK);
+        ck_assert_int_eq(f->complete, 1);
+        nbe_req_free(f);
+        put(0, 0, round, round + 1, NBE_OK);
+    }
+    ck_assert_int_eq(nbe_ifence(S.e[0], NBE_MODE_NOSUCCEED, &f), NBE_OK);
+    ck_assert_int_eq(f->complete, 1);
+    nbe_req_free(f);
+    for (int round = 0; round < 5; ++round) ck_assert_int_eq(S.mem[0][round], round + 1);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, 0);
+    ck_assert_ptr_null(S.q);
+    ck_assert_int_eq(nbe_engine_idle(S.e[0]), 1);
+    /* outside the fence epoch: an error as usual */
+    put(0, 0, 0, 1, NBE_ERR_SYNC);
+    sim_fini();
+}
+END_TEST
+
 START_TEST(sync_errors)
 {
     sim_init(2, 0);
@@ -725,6 +751,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_shared_concurrent);
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
+    tcase_add_test(tc, local_fence_sends_nothing);
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);
     tcase_add_test(tc, memory_per_untouched_peer);

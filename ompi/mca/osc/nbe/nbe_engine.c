@@ -81,7 +81,8 @@ struct nbe_engine {
     int              closing_expo;   /* exposures closed by the app, not complete */
     volatile int64_t *expo_word;
     nbe_stats_t      stats;
-    int              scan_dirty;     /* an epoch was opened, closed or changed state */
+    int              scan_dirty;
+    int              local_fence;    /* the glue synchronizes fences itself */     /* an epoch was opened, closed or changed state */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
     nbe_req_t       *free_reqs;
@@ -426,6 +427,10 @@ static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
     switch (ep->kind) {
     case NBE_EP_FENCE:
         ep->fence_id = ++e->fence_seq;
+        if (e->local_fence) {
+            ep->fence_granted = 1;
+            break;
+        }
         for (int r = 0; r < e->size; ++r) {
             if (r != e->rank) send_ctrl(e, r, NBE_CTRL_FENCE_GRANT, ep->fence_id, 0, 0, 0);
         }
@@ -475,6 +480,15 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
     nbe_fence_slot_t *s = &e->fslot[ep->fence_id % 3];
     if (!ep->fence_granted && fence_granted(e, ep)) changed = 1;
     changed |= issue_ready(e, ep);
+    if (e->local_fence) {
+        /* operations count no messages here; the glue's barrier after this
+         * epoch completes is the synchronization */
+        if (!ep->app_open && NULL == ep->qh && 0 == e->pending_local_total) {
+            ep->state = NBE_EPOCH_COMPLETE;
+            changed = 1;
+        }
+        return changed;
+    }
     if (!ep->app_open && !ep->fence_done_sent && NULL == ep->qh) {
         for (int r = 0; r < e->size; ++r) {
             if (r == e->rank) continue;
@@ -1339,4 +1353,9 @@ size_t nbe_engine_memory(const nbe_engine_t *e)
     }
     for (const nbe_lock_waiter_t *w = e->lkq_head; w; w = w->next) bytes += sizeof(*w);
     return bytes;
+}
+
+void nbe_engine_set_local_fence(nbe_engine_t *e, int on)
+{
+    e->local_fence = on;
 }

@@ -209,6 +209,12 @@ int nbe_engine_can_free(nbe_engine_t *eng);
 int  nbe_engine_closing_exposures(const nbe_engine_t *eng);
 void nbe_engine_set_exposure_word(nbe_engine_t *eng, volatile int64_t *word);
 
+/* Local fences: fence epochs exchange no messages and complete once closed
+ * with their operations locally complete. Only for transports whose
+ * operations are complete at the target when issued (shared memory) and
+ * whose glue runs a barrier after every fence. */
+void nbe_engine_set_local_fence(nbe_engine_t *eng, int on);
+
 /* state of the most recent epoch (for tests) */
 nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *eng);
 

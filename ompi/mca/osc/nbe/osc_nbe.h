@@ -85,6 +85,7 @@ typedef struct ompi_osc_nbe_module {
     volatile int64_t      *shm_locks;      /* per-rank window lock words (0 free, >0 shared, -1 excl) */
     volatile int64_t      *shm_expo;       /* per-rank count of ending exposures (engine mirror) */
     int                    shm_lock_all;   /* lock_all held through the lock words */
+    int                    shm_sense;      /* this process's sense of the segment barrier */
     int                   *shm_held;       /* targets whose lock word this process holds */
     int                    shm_nheld, shm_cap_held;
     size_t                 shm_len;
@@ -193,6 +194,7 @@ void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 
 /* component / AM transport */

@@ -391,7 +391,11 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
-    if (module->shm_expo) nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
+    if (module->shm_expo) {
+        nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
+        /* every operation is a direct load/store: fences need only a barrier */
+        nbe_engine_set_local_fence(module->engine, 1);
+    }
 
     opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, module->cid, module);
     opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);

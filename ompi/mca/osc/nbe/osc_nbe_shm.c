@@ -13,7 +13,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+/* header: accumulate lock (offset 0), barrier count and sense (32, 48) */
 #define NBE_SHM_HEADER 64
+#define NBE_SHM_BAR_COUNT 32
+#define NBE_SHM_BAR_SENSE 48
 
 #include "opal/util/output.h"
 #include "opal/runtime/opal_progress.h"
@@ -167,6 +170,24 @@ void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target)
     volatile int64_t *w = &module->shm_locks[target];
     if (-1 == __atomic_load_n(w, __ATOMIC_RELAXED)) __atomic_store_n(w, 0, __ATOMIC_RELEASE);
     else __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
+}
+
+/* sense-reversing barrier on two words of the segment header: the fence
+ * of shared-memory windows, with no message and no communicator. Waiting
+ * processes keep polling the network for the others' requests. */
+void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
+{
+    volatile int32_t *count = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_COUNT);
+    volatile int32_t *sense = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_SENSE);
+    int32_t mine = module->shm_sense = !module->shm_sense;
+    if (module->size - 1 == __atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL)) {
+        __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(sense, mine, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(sense, __ATOMIC_ACQUIRE) != mine) {
+        opal_progress();
+    }
 }
 
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)

@@ -109,13 +109,35 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group, int *
     return OMPI_SUCCESS;
 }
 
+/* a request that the engine completed within the call needs no network
+ * poll on a shared-memory window (nobody waits for our messages there), but
+ * every 32nd still polls so that a loop of such calls cannot starve others */
+static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
+{
+    static unsigned quick;
+    if (NULL != module->shm_base && req->complete) {
+        int status = req->status;
+        nbe_req_free(req);
+        if (0 == (++quick & 31)) opal_progress();
+        return status ? OMPI_ERROR : OMPI_SUCCESS;
+    }
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
 int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
+    if (OMPI_SUCCESS == rc && NULL != module->shm_base) {
+        /* local fence (engine): the stores of this process are done; the
+         * barrier makes everybody's visible before anyone goes on */
+        opal_atomic_mb();
+        ompi_osc_nbe_shm_barrier(module);
+    }
+    return rc;
 }
 
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
@@ -205,7 +227,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
     /* release the lock word only once the epoch's operations completed */
     if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
         ompi_osc_nbe_shm_win_unlock(module, target);
@@ -237,7 +259,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
     if (module->shm_locks && module->shm_lock_all) {
         for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
         module->shm_lock_all = 0;
