@@ -53,6 +53,7 @@ typedef struct nbe_traits {
     nbe_trait_t **slots;
     size_t        cap;     /* power of two */
     size_t        count;
+    nbe_trait_t  *last;    /* most recent lookup: RMA loops hit one peer */
 } nbe_traits_t;
 
 int          nbe_traits_init(nbe_traits_t *t);
