@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     unsigned long long bytes = 0, deferred = 0, buffered = 1;
     MPI_Win win;
     MPI_T_pvar_session session;
-    MPI_T_pvar_handle hb, hd, hq;
+    MPI_T_pvar_handle hb, hd, hq, hm;
 
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
@@ -37,15 +37,16 @@ int main(int argc, char **argv)
     MPI_Win_allocate(1024 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
 
     int ib = find_pvar("osc_nbe_bytes"), id = find_pvar("osc_nbe_epochs_deferred"),
-        iq = find_pvar("osc_nbe_buffered_ops");
-    if (ib < 0 || id < 0 || iq < 0) {
-        fprintf(stderr, "[%d] pvars not found (%d %d %d)\n", rank, ib, id, iq);
+        iq = find_pvar("osc_nbe_buffered_ops"), im = find_pvar("osc_nbe_window_memory");
+    if (ib < 0 || id < 0 || iq < 0 || im < 0) {
+        fprintf(stderr, "[%d] pvars not found (%d %d %d %d)\n", rank, ib, id, iq, im);
         errs++;
     } else {
         MPI_T_pvar_session_create(&session);
         MPI_T_pvar_handle_alloc(session, ib, &win, &hb, &count);
         MPI_T_pvar_handle_alloc(session, id, &win, &hd, &count);
         MPI_T_pvar_handle_alloc(session, iq, &win, &hq, &count);
+        MPI_T_pvar_handle_alloc(session, im, &win, &hm, &count);
         MPI_Win_fence(0, win);
         MPI_Put(mem, 100, MPI_INT, (rank + 1) % size, 0, 100, MPI_INT, win);
         MPI_Win_fence(0, win);
@@ -53,12 +54,18 @@ int main(int argc, char **argv)
         MPI_T_pvar_read(session, hb, &bytes);
         MPI_T_pvar_read(session, hd, &deferred);
         MPI_T_pvar_read(session, hq, &buffered);
+        /* the component's own bytes for the window: a few KiB, whatever the
+         * number of processes (one peer touched here) */
+        unsigned long long wmem = 0;
+        MPI_T_pvar_read(session, hm, &wmem);
+        if (wmem < 256 || wmem > 8192) { fprintf(stderr, "[%d] window memory %llu\n", rank, wmem); errs++; }
         if (bytes < 100 * sizeof(int)) { fprintf(stderr, "[%d] bytes %llu\n", rank, bytes); errs++; }
         if (deferred < 2) { fprintf(stderr, "[%d] deferred epochs %llu\n", rank, deferred); errs++; }
         if (0 != buffered) { fprintf(stderr, "[%d] buffered ops %llu after fence\n", rank, buffered); errs++; }
         MPI_T_pvar_handle_free(session, &hb);
         MPI_T_pvar_handle_free(session, &hd);
         MPI_T_pvar_handle_free(session, &hq);
+        MPI_T_pvar_handle_free(session, &hm);
         MPI_T_pvar_session_free(&session);
     }
     MPI_Win_free(&win);

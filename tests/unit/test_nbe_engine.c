@@ -349,6 +349,71 @@ START_TEST(flush_completes_remotely)
 }
 END_TEST
 
+/* the flush fast path answers "complete" only when nothing is unacked;
+ * requests and epochs are recycled through the engine's free lists */
+START_TEST(flush_now_fast_path)
+{
+    sim_init(2, _i);
+    nbe_req_t *f, *u, *first;
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 1), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_OK);     /* nothing issued */
+    put(0, 0, 1, 7, NBE_OK);                                    /* self: applied directly */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 0, 0), NBE_OK);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_OK);
+    put(0, 1, 2, 9, NBE_OK);                                    /* a counted message */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_AGAIN);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_AGAIN);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 1), NBE_OK);     /* locally complete */
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 0, &f), NBE_OK);
+    first = f;
+    wait_req(f);
+    ck_assert_int_eq(S.mem[1][2], 9);
+    ck_assert_int_eq(nbe_flush_now(S.e[0], 1, 0), NBE_OK);     /* acked now */
+    ck_assert_int_eq(nbe_flush_now(S.e[0], -1, 0), NBE_OK);
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 0, &f), NBE_OK);
+    ck_assert_ptr_eq(f, first);                                 /* recycled */
+    wait_req(f);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    for (int k = 0; k < 100; ++k) {
+        ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+        put(0, 1, k % MEM, k, NBE_OK);
+        ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+        wait_req(u);
+        ck_assert_int_eq(S.mem[1][k % MEM], k);
+    }
+    sim_fini();
+}
+END_TEST
+
+/* local fences (shared-memory windows): no control message, the epoch
+ * completes once closed with its operations locally complete */
+START_TEST(local_fence_sends_nothing)
+{
+    sim_init(3, 0);
+    nbe_req_t *f;
+    for (int i = 0; i < 3; ++i) nbe_engine_set_local_fence(S.e[i], 1);
+    for (int round = 0; round < 5; ++round) {
+        ck_assert_int_eq(nbe_ifence(S.e[0], 0, &f), NBE_OK);
+        ck_assert_int_eq(f->complete, 1);
+        nbe_req_free(f);
+        put(0, 0, round, round + 1, NBE_OK);
+    }
+    ck_assert_int_eq(nbe_ifence(S.e[0], NBE_MODE_NOSUCCEED, &f), NBE_OK);
+    ck_assert_int_eq(f->complete, 1);
+    nbe_req_free(f);
+    for (int round = 0; round < 5; ++round) ck_assert_int_eq(S.mem[0][round], round + 1);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, 0);
+    ck_assert_ptr_null(S.q);
+    ck_assert_int_eq(nbe_engine_idle(S.e[0]), 1);
+    /* outside the fence epoch: an error as usual */
+    put(0, 0, 0, 1, NBE_ERR_SYNC);
+    sim_fini();
+}
+END_TEST
+
 START_TEST(sync_errors)
 {
     sim_init(2, 0);
@@ -399,6 +464,46 @@ START_TEST(traits_are_sparse)
         S.q = m->next;
         free(m);
     }
+}
+END_TEST
+
+/* engine-level simulation of window memory: an engine for 2, 1K and 1M
+ * peers holds the same bytes while no peer is touched; the glue's peer
+ * info (window geometry) lives in the touched peers' traits only */
+START_TEST(memory_per_untouched_peer)
+{
+    static int ctx0 = 0;
+    static const int sizes[] = { 2, 1024, 1000000 };
+    size_t base = 0;
+    memset(&S, 0, sizeof(S));
+    S.n = 1;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+        nbe_engine_t *e = nbe_engine_create(0, sizes[i], &TX, &ctx0);
+        ck_assert_ptr_nonnull(e);
+        size_t m = nbe_engine_memory(e);
+        if (0 == i) base = m;
+        ck_assert_uint_eq(m, base);   /* slope 0 bytes per untouched peer */
+        nbe_peer_info_t *pi = nbe_engine_peer_info(e, sizes[i] - 1);
+        ck_assert_ptr_nonnull(pi);
+        ck_assert_int_eq(pi->known, 0);
+        pi->base = 4096;
+        pi->known = 1;
+        ck_assert_ptr_eq(nbe_engine_peer_info(e, sizes[i] - 1), pi);
+        ck_assert_uint_eq(nbe_engine_traits_count(e), 1);
+        ck_assert_uint_gt(nbe_engine_memory(e), base);
+        ck_assert_ptr_null(nbe_engine_peer_info(e, sizes[i]));
+        ck_assert_ptr_null(nbe_engine_peer_info(e, -1));
+        nbe_engine_destroy(e);
+    }
+    /* touching k peers of 1M costs O(k), pointers stay valid across growth */
+    nbe_engine_t *e = nbe_engine_create(0, 1000000, &TX, &ctx0);
+    nbe_peer_info_t *first = nbe_engine_peer_info(e, 7);
+    first->disp_unit = 8;
+    for (int r = 0; r < 1000; ++r) ck_assert_ptr_nonnull(nbe_engine_peer_info(e, r * 997));
+    ck_assert_ptr_eq(nbe_engine_peer_info(e, 7), first);
+    ck_assert_int_eq(first->disp_unit, 8);
+    ck_assert_uint_lt(nbe_engine_memory(e), base + 1001 * 512);
+    nbe_engine_destroy(e);
 }
 END_TEST
 
@@ -646,7 +751,10 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_shared_concurrent);
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
+    tcase_add_test(tc, local_fence_sends_nothing);
+    tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);
+    tcase_add_test(tc, memory_per_untouched_peer);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, lock_nocheck);

@@ -81,7 +81,16 @@ struct nbe_engine {
     int              closing_expo;   /* exposures closed by the app, not complete */
     volatile int64_t *expo_word;
     nbe_stats_t      stats;
+    int              scan_dirty;
+    int              local_fence;    /* the glue synchronizes fences itself */     /* an epoch was opened, closed or changed state */
+    /* engine-owned free lists: a synchronization call neither mallocs nor
+     * frees in the steady state (epochs keep their legs array) */
+    nbe_req_t       *free_reqs;
+    nbe_epoch_t     *free_epochs;
+    int              nfree_reqs, nfree_epochs;
 };
+
+#define NBE_FREE_LIST_MAX 16
 
 /* ------------------------------------------------------------------ */
 
@@ -121,13 +130,20 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
     e->tx.send_ctrl(e->ctx, peer, &m);
 }
 
-static nbe_req_t *req_new(nbe_req_kind_t kind)
+static nbe_req_t *req_new(nbe_engine_t *e, nbe_req_kind_t kind)
 {
-    nbe_req_t *r = calloc(1, sizeof(*r));
+    nbe_req_t *r = e->free_reqs;
     if (r) {
-        r->kind = kind;
-        r->target = -1;
+        e->free_reqs = r->next;
+        e->nfree_reqs--;
+        memset(r, 0, sizeof(*r));
+    } else {
+        r = calloc(1, sizeof(*r));
+        if (NULL == r) return NULL;
     }
+    r->kind = kind;
+    r->target = -1;
+    r->owner = e;
     return r;
 }
 
@@ -140,6 +156,14 @@ static void req_done(nbe_engine_t *e, nbe_req_t *r)
 
 void nbe_req_free(nbe_req_t *req)
 {
+    if (NULL == req) return;
+    nbe_engine_t *e = req->owner;
+    if (e && e->nfree_reqs < NBE_FREE_LIST_MAX) {
+        req->next = e->free_reqs;
+        e->free_reqs = req;
+        e->nfree_reqs++;
+        return;
+    }
     free(req);
 }
 
@@ -191,12 +215,16 @@ static int legs_from_ranks(nbe_epoch_t *ep, const int *ranks, int n)
     if (NULL == tmp) return NBE_ERR_NOMEM;
     memcpy(tmp, ranks, (size_t) n * sizeof(int));
     qsort(tmp, (size_t) n, sizeof(int), cmp_int);
-    ep->legs = calloc((size_t) n, sizeof(nbe_leg_t));
-    if (NULL == ep->legs) {
-        free(tmp);
-        return NBE_ERR_NOMEM;
+    if (ep->cap_legs < n) {
+        nbe_leg_t *nl = realloc(ep->legs, (size_t) n * sizeof(nbe_leg_t));
+        if (NULL == nl) {
+            free(tmp);
+            return NBE_ERR_NOMEM;
+        }
+        ep->legs = nl;
+        ep->cap_legs = n;
     }
-    ep->cap_legs = n;
+    memset(ep->legs, 0, (size_t) n * sizeof(nbe_leg_t));
     for (int i = 0; i < n; ++i) {
         if (ep->nlegs > 0 && ep->legs[ep->nlegs - 1].rank == tmp[i]) continue;
         ep->legs[ep->nlegs++].rank = tmp[i];
@@ -210,14 +238,38 @@ static int legs_from_ranks(nbe_epoch_t *ep, const int *ranks, int n)
 
 static nbe_epoch_t *epoch_new(nbe_engine_t *e, nbe_epoch_kind_t kind, int assert_bits)
 {
-    nbe_epoch_t *ep = calloc(1, sizeof(*ep));
-    if (NULL == ep) return NULL;
+    nbe_epoch_t *ep = e->free_epochs;
+    if (ep) {
+        e->free_epochs = ep->next;
+        e->nfree_epochs--;
+        nbe_leg_t *legs = ep->legs;
+        int cap = ep->cap_legs;
+        memset(ep, 0, sizeof(*ep));
+        ep->legs = legs;
+        ep->cap_legs = cap;
+    } else {
+        ep = calloc(1, sizeof(*ep));
+        if (NULL == ep) return NULL;
+    }
     ep->kind = kind;
     ep->state = NBE_EPOCH_DEFERRED;
     ep->app_open = 1;
     ep->assert_bits = assert_bits;
     ep->open_seq = ++e->seq;
     return ep;
+}
+
+/* back to the free list (or the heap) */
+static void epoch_release(nbe_engine_t *e, nbe_epoch_t *ep)
+{
+    if (e->nfree_epochs < NBE_FREE_LIST_MAX && ep->cap_legs <= 64) {
+        ep->next = e->free_epochs;
+        e->free_epochs = ep;
+        e->nfree_epochs++;
+        return;
+    }
+    free(ep->legs);
+    free(ep);
 }
 
 static void epoch_append(nbe_engine_t *e, nbe_epoch_t *ep)
@@ -228,6 +280,7 @@ static void epoch_append(nbe_engine_t *e, nbe_epoch_t *ep)
     else e->head = ep;
     e->tail = ep;
     e->nepochs++;
+    e->scan_dirty = 1;
     e->stats.epochs_opened++;
 }
 
@@ -239,6 +292,7 @@ static void set_closing(nbe_engine_t *e, int delta)
 
 static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
 {
+    e->scan_dirty = 1;
     ep->app_open = 0;
     ep->close_seq = ++e->seq;
     ep->close_req = req;
@@ -373,6 +427,10 @@ static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
     switch (ep->kind) {
     case NBE_EP_FENCE:
         ep->fence_id = ++e->fence_seq;
+        if (e->local_fence) {
+            ep->fence_granted = 1;
+            break;
+        }
         for (int r = 0; r < e->size; ++r) {
             if (r != e->rank) send_ctrl(e, r, NBE_CTRL_FENCE_GRANT, ep->fence_id, 0, 0, 0);
         }
@@ -422,6 +480,15 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
     nbe_fence_slot_t *s = &e->fslot[ep->fence_id % 3];
     if (!ep->fence_granted && fence_granted(e, ep)) changed = 1;
     changed |= issue_ready(e, ep);
+    if (e->local_fence) {
+        /* operations count no messages here; the glue's barrier after this
+         * epoch completes is the synchronization */
+        if (!ep->app_open && NULL == ep->qh && 0 == e->pending_local_total) {
+            ep->state = NBE_EPOCH_COMPLETE;
+            changed = 1;
+        }
+        return changed;
+    }
     if (!ep->app_open && !ep->fence_done_sent && NULL == ep->qh) {
         for (int r = 0; r < e->size; ++r) {
             if (r == e->rank) continue;
@@ -562,8 +629,8 @@ static void finish_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
         }
     }
     if (e->cur_fence == ep) e->cur_fence = NULL;
-    free(ep->legs);
-    free(ep);
+    e->scan_dirty = 1;
+    epoch_release(e, ep);
 }
 
 /* ------------------------------------------------------------------ */
@@ -839,11 +906,16 @@ int nbe_progress(nbe_engine_t *e)
         for (nbe_epoch_t *ep = e->head, *next; ep; ep = next) {
             next = ep->next;
             if (NBE_EPOCH_ACTIVE == ep->state) {
+                int stepped;
                 switch (ep->kind) {
-                case NBE_EP_FENCE: changed |= step_fence(e, ep); break;
-                case NBE_EP_START: changed |= step_start(e, ep); break;
-                case NBE_EP_POST: changed |= step_post(e, ep); break;
-                default: changed |= step_passive(e, ep); break;
+                case NBE_EP_FENCE: stepped = step_fence(e, ep); break;
+                case NBE_EP_START: stepped = step_start(e, ep); break;
+                case NBE_EP_POST: stepped = step_post(e, ep); break;
+                default: stepped = step_passive(e, ep); break;
+                }
+                if (stepped) {
+                    changed = 1;
+                    e->scan_dirty = 1;   /* may have completed: later epochs may activate */
                 }
             }
             if (NBE_EPOCH_COMPLETE == ep->state) {
@@ -851,8 +923,13 @@ int nbe_progress(nbe_engine_t *e)
                 changed = 1;
             }
         }
-        changed |= activate_scan(e);
-        changed |= flush_step(e);
+        /* activation depends only on the epoch list and states: rescan
+         * only after one of them changed */
+        if (e->scan_dirty) {
+            e->scan_dirty = 0;
+            changed |= activate_scan(e);
+        }
+        if (e->flushes) changed |= flush_step(e);
         total += changed;
     } while (changed);
     e->in_progress = 0;
@@ -863,6 +940,7 @@ int nbe_progress(nbe_engine_t *e)
 static void open_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
 {
     epoch_append(e, ep);
+    e->scan_dirty = 0;
     activate_scan(e);
     if (NBE_EPOCH_DEFERRED == ep->state) e->stats.epochs_deferred++;
     nbe_progress(e);
@@ -884,11 +962,11 @@ static int close_idle_fence(nbe_engine_t *e)
 /* ------------------------------------------------------------------ */
 /* synchronizations */
 
-static int alloc_req(nbe_req_t **out, nbe_req_kind_t kind, nbe_req_t **r)
+static int alloc_req(nbe_engine_t *e, nbe_req_t **out, nbe_req_kind_t kind, nbe_req_t **r)
 {
     *r = NULL;
     if (NULL == out) return NBE_OK;
-    *r = req_new(kind);
+    *r = req_new(e, kind);
     if (NULL == *r) return NBE_ERR_NOMEM;
     *out = *r;
     return NBE_OK;
@@ -898,7 +976,7 @@ int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
 {
     nbe_req_t *r;
     if (e->cur_start || e->cur_post || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
     int bound = 0;
     if (e->cur_fence) {
         epoch_close_app(e, e->cur_fence, r);
@@ -926,7 +1004,7 @@ int nbe_istart(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_re
     nbe_req_t *r;
     if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_START, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_START, &r)) return NBE_ERR_NOMEM;
     nbe_epoch_t *ep = epoch_new(e, NBE_EP_START, assert_bits);
     if (NULL == ep || legs_from_ranks(ep, ranks, n)) return NBE_ERR_NOMEM;
     ep->open_req = r;
@@ -939,7 +1017,7 @@ int nbe_icomplete(nbe_engine_t *e, nbe_req_t **out)
 {
     nbe_req_t *r;
     if (NULL == e->cur_start) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_COMPLETE, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_COMPLETE, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_start, r);
     e->cur_start = NULL;
     nbe_progress(e);
@@ -951,7 +1029,7 @@ int nbe_ipost(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req
     nbe_req_t *r;
     if (e->cur_post) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_POST, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_POST, &r)) return NBE_ERR_NOMEM;
     nbe_epoch_t *ep = epoch_new(e, NBE_EP_POST, assert_bits);
     if (NULL == ep || legs_from_ranks(ep, ranks, n)) return NBE_ERR_NOMEM;
     ep->open_req = r;
@@ -964,7 +1042,7 @@ int nbe_iwait(nbe_engine_t *e, nbe_req_t **out)
 {
     nbe_req_t *r;
     if (NULL == e->cur_post) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_WAIT, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_WAIT, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_post, r);
     e->cur_post = NULL;
     nbe_progress(e);
@@ -998,7 +1076,7 @@ int nbe_ilock(nbe_engine_t *e, int lock_type, int target, int assert_bits, nbe_r
     if (NULL == tr) return NBE_ERR_NOMEM;
     if (e->cur_start || e->cur_lock_all || tr->open_lock) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_LOCK, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_LOCK, &r)) return NBE_ERR_NOMEM;
     nbe_epoch_t *ep = epoch_new(e, NBE_EP_LOCK, assert_bits);
     if (NULL == ep || NULL == leg_insert(ep, target)) return NBE_ERR_NOMEM;
     ep->lock_type = lock_type;
@@ -1015,7 +1093,7 @@ int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
     if (NULL == tr || NULL == tr->open_lock) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_UNLOCK, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_UNLOCK, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, tr->open_lock, r);
     tr->open_lock = NULL;
     e->nlocks_open--;
@@ -1028,7 +1106,7 @@ int nbe_ilock_all(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
     nbe_req_t *r;
     if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_LOCK_ALL, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_LOCK_ALL, &r)) return NBE_ERR_NOMEM;
     nbe_epoch_t *ep = epoch_new(e, NBE_EP_LOCK_ALL, assert_bits);
     if (NULL == ep) return NBE_ERR_NOMEM;
     ep->lock_type = NBE_LOCK_SHARED;
@@ -1042,7 +1120,7 @@ int nbe_iunlock_all(nbe_engine_t *e, nbe_req_t **out)
 {
     nbe_req_t *r;
     if (NULL == e->cur_lock_all) return NBE_ERR_SYNC;
-    if (alloc_req(out, NBE_REQ_UNLOCK_ALL, &r)) return NBE_ERR_NOMEM;
+    if (alloc_req(e, out, NBE_REQ_UNLOCK_ALL, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_lock_all, r);
     e->cur_lock_all = NULL;
     nbe_progress(e);
@@ -1062,7 +1140,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     } else if (NULL == e->cur_lock_all && 0 == e->nlocks_open) {
         return NBE_ERR_SYNC;
     }
-    r = req_new(local ? NBE_REQ_FLUSH_LOCAL : NBE_REQ_FLUSH);
+    r = req_new(e, local ? NBE_REQ_FLUSH_LOCAL : NBE_REQ_FLUSH);
     if (NULL == r) return NBE_ERR_NOMEM;
     r->target = target;
     r->ep = ep;
@@ -1071,6 +1149,39 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     e->flushes = r;
     if (out) *out = r;
     nbe_progress(e);
+    return NBE_OK;
+}
+
+/* a leg whose flush has nothing to wait for (no side effects but the
+ * grant bookkeeping of flush_leg_ready) */
+static int leg_flushed(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l, int local)
+{
+    if (!flush_leg_ready(e, ep, l)) return 0;
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, l->rank);
+    return NULL != tr && 0 == tr->pending_local && (local || tr->ops_out <= tr->flush_acked);
+}
+
+int nbe_flush_now(nbe_engine_t *e, int target, int local)
+{
+    if (target >= e->size) return NBE_ERR_ARG;
+    if (target >= 0) {
+        nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+        nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
+        if (NULL == ep) ep = e->cur_lock_all;
+        if (NULL == ep) return NBE_ERR_SYNC;
+        if (e->flushes || e->queued_total || e->pending_local_total) return NBE_AGAIN;
+        nbe_leg_t *l = leg_find(ep, target);
+        if (NULL == l) return NBE_OK;   /* lock_all target never touched */
+        return leg_flushed(e, ep, l, local) ? NBE_OK : NBE_AGAIN;
+    }
+    if (NULL == e->cur_lock_all && 0 == e->nlocks_open) return NBE_ERR_SYNC;
+    if (e->flushes || e->queued_total || e->pending_local_total) return NBE_AGAIN;
+    for (nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        if (!is_passive(ep->kind)) continue;
+        for (int i = 0; i < ep->nlegs; ++i) {
+            if (!leg_flushed(e, ep, &ep->legs[i], local)) return NBE_AGAIN;
+        }
+    }
     return NBE_OK;
 }
 
@@ -1156,6 +1267,17 @@ void nbe_engine_destroy(nbe_engine_t *e)
         r->complete = 1;
     }
     nbe_traits_fini(&e->traits);
+    while (e->free_reqs) {
+        nbe_req_t *r = e->free_reqs;
+        e->free_reqs = r->next;
+        free(r);
+    }
+    while (e->free_epochs) {
+        nbe_epoch_t *ep = e->free_epochs;
+        e->free_epochs = ep->next;
+        free(ep->legs);
+        free(ep);
+    }
     free(e->loop);
     free(e);
 }
@@ -1213,4 +1335,27 @@ void nbe_engine_set_exposure_word(nbe_engine_t *e, volatile int64_t *word)
 nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *e)
 {
     return e->tail ? e->tail->state : NBE_EPOCH_COMPLETE;
+}
+
+nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *e, int rank)
+{
+    if (rank < 0 || rank >= e->size) return NULL;
+    nbe_trait_t *tr = trait(e, rank);
+    return tr ? &tr->info : NULL;
+}
+
+size_t nbe_engine_memory(const nbe_engine_t *e)
+{
+    size_t bytes = sizeof(*e) + e->traits.cap * sizeof(*e->traits.slots) +
+                   e->traits.count * sizeof(nbe_trait_t) + e->loop_cap * sizeof(nbe_ctrl_t);
+    for (const nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        bytes += sizeof(*ep) + (size_t) ep->cap_legs * sizeof(nbe_leg_t);
+    }
+    for (const nbe_lock_waiter_t *w = e->lkq_head; w; w = w->next) bytes += sizeof(*w);
+    return bytes;
+}
+
+void nbe_engine_set_local_fence(nbe_engine_t *e, int on)
+{
+    e->local_fence = on;
 }

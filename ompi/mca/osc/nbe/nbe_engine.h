@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nbe_traits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,6 +37,7 @@ extern "C" {
 #define NBE_ERR_SYNC   (-1)   /* synchronization misuse (MPI_ERR_RMA_SYNC) */
 #define NBE_ERR_NOMEM  (-2)
 #define NBE_ERR_ARG    (-3)
+#define NBE_AGAIN       1     /* nbe_flush_now: a real flush is needed */
 
 /* assertion bits (the glue maps MPI_MODE_* onto these) */
 #define NBE_MODE_NOCHECK    0x1
@@ -114,6 +117,7 @@ struct nbe_req {
     int            target;      /* flush: target rank or -1 for all */
     uint64_t       thr;         /* flush: ops threshold for single target */
     int            phase;
+    nbe_engine_t  *owner;       /* its free list */
 };
 
 typedef struct nbe_transport {
@@ -154,6 +158,11 @@ int nbe_iunlock_all(nbe_engine_t *eng, nbe_req_t **req);
 /* target < 0: all targets; local != 0: flush_local */
 int nbe_iflush(nbe_engine_t *eng, int target, int local, nbe_req_t **req);
 void nbe_req_free(nbe_req_t *req);
+/* Fast path of flush: NBE_OK if a flush (target < 0: flush_all) would
+ * complete at once (nothing buffered, pending or unacknowledged: e.g. every
+ * operation was applied through shared memory); no request, no progress.
+ * NBE_AGAIN if nbe_iflush is needed; NBE_ERR_SYNC outside a passive epoch. */
+int nbe_flush_now(nbe_engine_t *eng, int target, int local);
 
 /* --- RMA operations --- */
 /* Checks that an access epoch covers op->target (else NBE_ERR_SYNC) and
@@ -178,6 +187,13 @@ void nbe_note_remote_ack(nbe_engine_t *eng, int target, uint64_t ops);
 /* run the state machines; returns the number of state changes */
 int nbe_progress(nbe_engine_t *eng);
 
+/* the glue's data about a peer, kept in its win_traits (created on first
+ * touch; NULL on ENOMEM). The pointer stays valid until the engine is
+ * destroyed. */
+nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *eng, int rank);
+/* heap bytes held by the engine (traits, epochs, queues) */
+size_t nbe_engine_memory(const nbe_engine_t *eng);
+
 /* --- queries --- */
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
 size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */
@@ -192,6 +208,12 @@ int nbe_engine_can_free(nbe_engine_t *eng);
  * count for origins that lock through shared memory. */
 int  nbe_engine_closing_exposures(const nbe_engine_t *eng);
 void nbe_engine_set_exposure_word(nbe_engine_t *eng, volatile int64_t *word);
+
+/* Local fences: fence epochs exchange no messages and complete once closed
+ * with their operations locally complete. Only for transports whose
+ * operations are complete at the target when issued (shared memory) and
+ * whose glue runs a barrier after every fence. */
+void nbe_engine_set_local_fence(nbe_engine_t *eng, int on);
 
 /* state of the most recent epoch (for tests) */
 nbe_epoch_state_t nbe_engine_last_epoch_state(const nbe_engine_t *eng);

@@ -14,6 +14,7 @@ int nbe_traits_init(nbe_traits_t *t)
 {
     t->cap = 16;
     t->count = 0;
+    t->last = NULL;
     t->slots = calloc(t->cap, sizeof(*t->slots));
     return t->slots ? 0 : -1;
 }
@@ -25,13 +26,18 @@ void nbe_traits_fini(nbe_traits_t *t)
     free(t->slots);
     t->slots = NULL;
     t->cap = t->count = 0;
+    t->last = NULL;
 }
 
 nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank)
 {
+    if (NULL != t->last && t->last->rank == rank) return t->last;
     size_t i = slot_of(rank, t->cap);
     while (NULL != t->slots[i]) {
-        if (t->slots[i]->rank == rank) return t->slots[i];
+        if (t->slots[i]->rank == rank) {
+            ((nbe_traits_t *) t)->last = t->slots[i];   /* a cache, not state */
+            return t->slots[i];
+        }
         i = (i + 1) & (t->cap - 1);
     }
     return NULL;
@@ -68,5 +74,6 @@ nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
     while (NULL != t->slots[i]) i = (i + 1) & (t->cap - 1);
     t->slots[i] = tr;
     t->count++;
+    t->last = tr;
     return tr;
 }

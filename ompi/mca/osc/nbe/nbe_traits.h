@@ -10,8 +10,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* window geometry of a peer (base address, size, displacement unit). The
+ * engine does not interpret it: the glue fills it on the first touch of the
+ * peer, so only touched peers cost memory. */
+typedef struct nbe_peer_info {
+    uint64_t base;
+    uint64_t size;
+    int64_t  disp_unit;
+    int      known;          /* filled */
+    int      requested;      /* the glue asked the peer for it */
+} nbe_peer_info_t;
+
 typedef struct nbe_trait {
     int      rank;
+    nbe_peer_info_t info;    /* glue data, see above */
     /* origin side */
     uint64_t C_e;            /* last epoch id granted to me by rank (monotone) */
     uint64_t access_seq;     /* access epochs (start/lock) I requested towards rank */
@@ -41,6 +53,7 @@ typedef struct nbe_traits {
     nbe_trait_t **slots;
     size_t        cap;     /* power of two */
     size_t        count;
+    nbe_trait_t  *last;    /* most recent lookup: RMA loops hit one peer */
 } nbe_traits_t;
 
 int          nbe_traits_init(nbe_traits_t *t);

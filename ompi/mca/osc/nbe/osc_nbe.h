@@ -39,7 +39,8 @@ typedef struct ompi_osc_nbe_component {
     bool     am_registered;
     bool     progress_registered;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
-    opal_hash_table_t modules;     /* cid -> module */
+    opal_hash_table_t modules;     /* window id -> module */
+    uint32_t next_window_id;       /* lowest id this process may still use */
     opal_list_t      module_list;
     int      nwindows;
     /* MPI_T counters (component-wide) */
@@ -51,11 +52,8 @@ typedef struct ompi_osc_nbe_component {
 
 OMPI_DECLSPEC extern ompi_osc_nbe_component_t mca_osc_nbe_component;
 
-typedef struct ompi_osc_nbe_peer {
-    uint64_t base;
-    uint64_t size;
-    int64_t  disp_unit;
-} ompi_osc_nbe_peer_t;
+/* a peer's window geometry (base, size, disp_unit), cached in its win_traits */
+typedef nbe_peer_info_t ompi_osc_nbe_peer_t;
 
 typedef struct ompi_osc_nbe_region {
     uintptr_t base;
@@ -66,15 +64,14 @@ typedef struct ompi_osc_nbe_module {
     ompi_osc_base_module_t super;
     opal_list_item_t       list_item;
     ompi_win_t            *win;
-    ompi_communicator_t   *comm;
-    uint32_t               cid;
+    ompi_communicator_t   *comm;       /* the window's communicator, retained (not a dup) */
+    uint32_t               cid;        /* window id agreed at creation: BTL frames carry it */
     int                    rank, size;
     int                    flavor;
     void                  *base;
     size_t                 win_size;
     int                    disp_unit;
     void                  *free_after;
-    ompi_osc_nbe_peer_t   *peers;      /* window geometry from the create-time allgather */
     nbe_engine_t          *engine;
     opal_list_t            outq;       /* frames / operations waiting for the BTL */
     size_t                 outq_ops;   /* operations in outq */
@@ -82,15 +79,17 @@ typedef struct ompi_osc_nbe_module {
     int                    nregions, cap_regions;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
-     * mapping, rank r's segment at shm_off[r]; RMA goes directly through it */
+     * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
     char                  *shm_base;
     volatile int32_t      *shm_acc_lock;   /* serializes accumulates of all processes */
     volatile int64_t      *shm_locks;      /* per-rank window lock words (0 free, >0 shared, -1 excl) */
     volatile int64_t      *shm_expo;       /* per-rank count of ending exposures (engine mirror) */
     int                    shm_lock_all;   /* lock_all held through the lock words */
-    uint8_t               *shm_held;       /* lock words this process holds, per target */
+    int                    shm_sense;      /* this process's sense of the segment barrier */
+    int                   *shm_held;       /* targets whose lock word this process holds */
+    int                    shm_nheld, shm_cap_held;
     size_t                 shm_len;
-    uint64_t              *shm_off;
+    struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 
@@ -111,6 +110,8 @@ enum {
     NBE_AM_CAS,
     NBE_AM_REPLY,
     NBE_AM_FIN,      /* counted marker sent after an RDMA put/get completed */
+    NBE_AM_GEOM_REQ, /* first touch: ask a peer for its window geometry */
+    NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
     NBE_AM_PUT_MULTI /* small put fragments packed in one frame, each counted */
 };
 
@@ -179,20 +180,38 @@ typedef struct ompi_osc_nbe_op {
 } ompi_osc_nbe_op_t;
 
 /* shared-memory segment of Win_allocate_shared */
-int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base);
-/* local address of a peer's window memory in the shared mapping */
+int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
+                             void **base);
+/* local address of a peer's window memory in the shared mapping: on
+ * shared-memory windows peer bases are addresses in this process's mapping */
 static inline void *ompi_osc_nbe_shm_ptr(ompi_osc_nbe_module_t *module, int peer, uint64_t addr)
 {
-    return module->shm_base + module->shm_off[peer] + (addr - module->peers[peer].base);
+    (void) module; (void) peer;
+    return (void *) (uintptr_t) addr;
 }
+/* fill a peer's geometry from the segment (false if not a shared-memory window) */
+bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_osc_nbe_peer_t *g);
+/* lock-word bookkeeping of shared-memory windows */
+int  ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target);
+bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target);
+
+/* window geometry of a peer, fetched on first touch (a round trip answered
+ * by the peer's progress) and cached; NULL if it cannot be obtained */
+const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int peer);
+/* GEOM_REQ / GEOM_REP frames */
+void ompi_osc_nbe_geom_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                             const char *payload, size_t paylen);
 void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);
+/* process-private heap bytes of a window (MPI_T pvar osc_nbe_window_memory) */
+size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);

@@ -615,8 +615,13 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         free(tmp);
         return;
     }
-    ompi_osc_nbe_apply_frame((ompi_osc_nbe_module_t *) mod, &hdr, buf + sizeof(hdr),
-                             total - sizeof(hdr));
+    if (NBE_AM_GEOM_REQ == hdr.type || NBE_AM_GEOM_REP == hdr.type) {
+        ompi_osc_nbe_geom_frame((ompi_osc_nbe_module_t *) mod, &hdr, buf + sizeof(hdr),
+                                total - sizeof(hdr));
+    } else {
+        ompi_osc_nbe_apply_frame((ompi_osc_nbe_module_t *) mod, &hdr, buf + sizeof(hdr),
+                                 total - sizeof(hdr));
+    }
     free(tmp);
 }
 

@@ -554,11 +554,12 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
 static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp, int count,
                        ompi_datatype_t *dt, uint64_t *addr)
 {
-    ompi_osc_nbe_peer_t *p = &module->peers[target];
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
         *addr = (uint64_t) disp;
         return OMPI_SUCCESS;
     }
+    const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);
+    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
     ptrdiff_t lb, ext, tlb, text;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);

@@ -22,6 +22,30 @@ static int component_finalize(void);
 static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor);
+/* A window id every process of the window agrees on: the largest of the
+ * processes' next free ids. Each process hands out increasing ids, so the id
+ * names one live window on every member; frames carry it. */
+static int agree_window_id(ompi_osc_nbe_module_t *module)
+{
+    uint32_t mine = mca_osc_nbe_component.next_window_id, agreed = 0;
+    ompi_communicator_t *comm = module->comm;
+    int ret = comm->c_coll->coll_allreduce(&mine, &agreed, 1, MPI_UINT32_T, MPI_MAX, comm,
+                                           comm->c_coll->coll_allreduce_module);
+    if (OMPI_SUCCESS != ret) return ret;
+    if (UINT32_MAX == agreed) return OMPI_ERR_OUT_OF_RESOURCE;
+    module->cid = agreed;
+    mca_osc_nbe_component.next_window_id = agreed + 1;
+    return OMPI_SUCCESS;
+}
+
+size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module)
+{
+    return sizeof(*module) + (module->engine ? nbe_engine_memory(module->engine) : 0) +
+           (size_t) module->cap_regions * sizeof(ompi_osc_nbe_region_t) +
+           (size_t) module->shm_cap_held * sizeof(int) +
+           opal_list_get_size(&module->outq) * sizeof(nbe_am_hdr_t);
+}
+
 static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                             struct ompi_communicator_t *comm, struct opal_info_t *info,
                             int flavor, int *model);
@@ -91,7 +115,7 @@ static const nbe_transport_t nbe_transport = {
 /* ---------------------------------------------------------------- */
 /* MPI_T performance variables, bound to a window */
 
-enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES };
+enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES, PV_WINDOW_MEMORY };
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
@@ -108,6 +132,7 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     case PV_DEFERRED: *out = st->epochs_deferred; break;
     case PV_RECORDED: *out = st->ops_recorded; break;
     case PV_BUFFERED: *out = nbe_engine_buffered(module->engine); break;
+    case PV_WINDOW_MEMORY: *out = ompi_osc_nbe_window_memory(module); break;
     case PV_BYTES: *out = module->bytes; break;
     }
     return OPAL_SUCCESS;
@@ -188,6 +213,9 @@ static int component_register(void)
                   MCA_BASE_PVAR_CLASS_LEVEL, PV_BUFFERED);
     register_pvar("bytes", "RMA payload bytes issued on this window",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_BYTES);
+    register_pvar("window_memory", "Process-private heap bytes osc/nbe holds for this window "
+                  "(module, engine, win_traits of touched peers, queues; not the window memory "
+                  "itself nor a shared segment)", MCA_BASE_PVAR_CLASS_LEVEL, PV_WINDOW_MEMORY);
     return OMPI_SUCCESS;
 }
 
@@ -289,7 +317,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
     OBJ_DESTRUCT(&module->outq);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
-    free(module->peers);
+    if (module->comm) OBJ_RELEASE(module->comm);
     free(module->regions);
     free(module->free_after);
     free(module);
@@ -333,54 +361,44 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         }
         *base = module->free_after;
     }
-    ret = ompi_comm_dup(comm, &module->comm);
+    /* No duplicate of the communicator (it would cost per-peer state in the
+     * pml and coll of every window): the window keeps the user's
+     * communicator alive and runs its few creation/free collectives on it.
+     * Those sit inside MPI_Win_create/allocate/free, collective calls that
+     * every process makes in the same order as its other collectives on that
+     * communicator, so they match; nbe sends no point-to-point messages on it
+     * (its traffic is BTL frames demultiplexed by the window id). */
+    module->comm = comm;
+    OBJ_RETAIN(comm);
+    module->rank = ompi_comm_rank(comm);
+    module->size = ompi_comm_size(comm);
+    ret = agree_window_id(module);
     if (OMPI_SUCCESS != ret) {
         module_release(module);
         return ret;
     }
-    module->cid = ompi_comm_get_cid(module->comm);
-    module->rank = ompi_comm_rank(module->comm);
-    module->size = ompi_comm_size(module->comm);
 
     if (use_shm) {
-        ret = ompi_osc_nbe_shm_create(module, size, base);
+        ret = ompi_osc_nbe_shm_create(module, size, disp_unit, base);
         if (OMPI_SUCCESS != ret) {
-            ompi_comm_free(&module->comm);
             module_release(module);
             return ret;
         }
     }
     module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
-
-    /* window geometry of every process (base, size, disp_unit) */
-    ompi_osc_nbe_peer_t mine = {
-        .base = (uint64_t) (uintptr_t) module->base,
-        .size = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? UINT64_MAX : (uint64_t) size,
-        .disp_unit = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? 1 : disp_unit,
-    };
-    module->peers = calloc((size_t) module->size, sizeof(ompi_osc_nbe_peer_t));
-    if (NULL == module->peers) {
-        ompi_comm_free(&module->comm);
-        module_release(module);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    ret = module->comm->c_coll->coll_allgather(&mine, sizeof(mine), MPI_BYTE, module->peers,
-                                               sizeof(mine), MPI_BYTE, module->comm,
-                                               module->comm->c_coll->coll_allgather_module);
-    if (OMPI_SUCCESS != ret) {
-        ompi_comm_free(&module->comm);
-        module_release(module);
-        return ret;
-    }
+    /* peers' geometry: on first touch (osc_nbe_geom.c), no table here */
 
     module->engine = nbe_engine_create(module->rank, module->size, &nbe_transport, module);
     if (NULL == module->engine) {
-        ompi_comm_free(&module->comm);
         module_release(module);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
-    if (module->shm_expo) nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
+    if (module->shm_expo) {
+        nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
+        /* every operation is a direct load/store: fences need only a barrier */
+        nbe_engine_set_local_fence(module->engine, 1);
+    }
 
     opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, module->cid, module);
     opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);
@@ -429,7 +447,6 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         opal_progress_unregister(component_progress);
         mca_osc_nbe_component.progress_registered = false;
     }
-    ompi_comm_free(&module->comm);
     win->w_osc_module = NULL;
     module_release(module);
     return ret;

@@ -13,44 +13,48 @@
 #include <sched.h>
 #include <unistd.h>
 
+/* header: accumulate lock (offset 0), barrier count and sense (32, 48) */
 #define NBE_SHM_HEADER 64
+#define NBE_SHM_BAR_COUNT 32
+#define NBE_SHM_BAR_SENSE 48
 
 #include "opal/util/output.h"
 #include "opal/runtime/opal_progress.h"
 #include "ompi/group/group.h"
 
-int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **base)
+/* a rank's entry in the segment header: written by the rank itself at
+ * creation, read by the others on first touch (node-wide, not per process) */
+typedef struct ompi_osc_nbe_shm_geom {
+    uint64_t off;
+    uint64_t size;
+    int64_t  disp_unit;
+} ompi_osc_nbe_shm_geom_t;
+
+/* Layout: a header (accumulate lock), one lock word and one exposure word
+ * per rank, one geometry entry per rank, then the segments back to back.
+ * Every per-rank table lives in the shared segment; the process-private
+ * cost of the window does not grow with the number of processes. */
+int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
+                            void **base)
 {
     ompi_communicator_t *comm = module->comm;
     int n = module->size, rc;
-    uint64_t mine = size, *sizes = calloc((size_t) n, sizeof(uint64_t));
+    uint64_t mine = size, before = 0, sum = 0;
     char name[64];
     int fd = -1, ok = 1, all_ok = 0;
 
-    if (ompi_group_have_remote_peers(comm->c_local_group)) {
-        free(sizes);
-        return OMPI_ERR_RMA_SHARED;
-    }
-    module->shm_off = calloc((size_t) n, sizeof(uint64_t));
-    if (NULL == sizes || NULL == module->shm_off) {
-        free(sizes);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    rc = comm->c_coll->coll_allgather(&mine, 1, MPI_UINT64_T, sizes, 1, MPI_UINT64_T, comm,
-                                      comm->c_coll->coll_allgather_module);
-    if (OMPI_SUCCESS != rc) {
-        free(sizes);
-        return rc;
-    }
-    /* a header (accumulate lock, one lock word per rank), then the segments
-     * back to back */
-    uint64_t total = (NBE_SHM_HEADER + 16 * (uint64_t) n + 63) & ~(uint64_t) 63;
-    for (int r = 0; r < n; ++r) {
-        module->shm_off[r] = total;
-        total += sizes[r];
-    }
-    free(sizes);
-    module->shm_len = total;
+    if (ompi_group_have_remote_peers(comm->c_local_group)) return OMPI_ERR_RMA_SHARED;
+    /* my offset among the segments (ranks in order) and the total */
+    rc = comm->c_coll->coll_exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm,
+                                   comm->c_coll->coll_exscan_module);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 == module->rank) before = 0;   /* exscan leaves rank 0's result undefined */
+    rc = comm->c_coll->coll_allreduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (OMPI_SUCCESS != rc) return rc;
+    uint64_t tables = NBE_SHM_HEADER + 16 * (uint64_t) n + sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
+    uint64_t first = (tables + 63) & ~(uint64_t) 63;
+    module->shm_len = first + sum;
 
     memset(name, 0, sizeof(name));
     if (0 == module->rank) {
@@ -82,10 +86,49 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, void **b
     module->shm_acc_lock = (volatile int32_t *) module->shm_base;
     module->shm_locks = (volatile int64_t *) (module->shm_base + NBE_SHM_HEADER);
     module->shm_expo = module->shm_locks + n;
-    module->shm_held = calloc((size_t) n, 1);
-    if (NULL == module->shm_held) return OMPI_ERR_OUT_OF_RESOURCE;
-    *base = module->shm_base + module->shm_off[module->rank];
+    module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
+    /* the others read it only after the creation's closing barrier */
+    module->shm_geom[module->rank].off = first + before;
+    module->shm_geom[module->rank].size = size;
+    module->shm_geom[module->rank].disp_unit = disp_unit;
+    *base = module->shm_base + first + before;
     return OMPI_SUCCESS;
+}
+
+bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_osc_nbe_peer_t *g)
+{
+    if (NULL == module->shm_geom) return false;
+    const ompi_osc_nbe_shm_geom_t *sg = &module->shm_geom[peer];
+    g->base = (uint64_t) (uintptr_t) (module->shm_base + sg->off);
+    g->size = sg->size;
+    g->disp_unit = sg->disp_unit;
+    return true;
+}
+
+/* the targets whose lock word this process holds: a short list (a process
+ * holds few locks at a time), not a table over all ranks */
+int ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target)
+{
+    if (module->shm_nheld == module->shm_cap_held) {
+        int ncap = module->shm_cap_held ? 2 * module->shm_cap_held : 4;
+        int *nh = realloc(module->shm_held, (size_t) ncap * sizeof(int));
+        if (NULL == nh) return OMPI_ERR_OUT_OF_RESOURCE;
+        module->shm_held = nh;
+        module->shm_cap_held = ncap;
+    }
+    module->shm_held[module->shm_nheld++] = target;
+    return OMPI_SUCCESS;
+}
+
+bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target)
+{
+    for (int i = 0; i < module->shm_nheld; ++i) {
+        if (module->shm_held[i] == target) {
+            module->shm_held[i] = module->shm_held[--module->shm_nheld];
+            return true;
+        }
+    }
+    return false;
 }
 
 /* a test-and-test-and-set spin lock in the shared header: accumulates
@@ -129,6 +172,24 @@ void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target)
     else __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
 }
 
+/* sense-reversing barrier on two words of the segment header: the fence
+ * of shared-memory windows, with no message and no communicator. Waiting
+ * processes keep polling the network for the others' requests. */
+void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
+{
+    volatile int32_t *count = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_COUNT);
+    volatile int32_t *sense = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_SENSE);
+    int32_t mine = module->shm_sense = !module->shm_sense;
+    if (module->size - 1 == __atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL)) {
+        __atomic_store_n(count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(sense, mine, __ATOMIC_RELEASE);
+        return;
+    }
+    while (__atomic_load_n(sense, __ATOMIC_ACQUIRE) != mine) {
+        opal_progress();
+    }
+}
+
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
 {
     __atomic_store_n(module->shm_acc_lock, 0, __ATOMIC_RELEASE);
@@ -141,10 +202,10 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     module->shm_acc_lock = NULL;
     module->shm_locks = NULL;
     module->shm_expo = NULL;
+    module->shm_geom = NULL;
     free(module->shm_held);
     module->shm_held = NULL;
-    free(module->shm_off);
-    module->shm_off = NULL;
+    module->shm_nheld = module->shm_cap_held = 0;
 }
 
 int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
@@ -154,7 +215,7 @@ int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, in
     if (MPI_WIN_FLAVOR_SHARED != module->flavor) return OMPI_ERR_RMA_FLAVOR;
     if (MPI_PROC_NULL == rank) {
         /* the first segment of nonzero size */
-        for (rank = 0; rank < module->size && 0 == module->peers[rank].size; ++rank) {}
+        for (rank = 0; rank < module->size && 0 == module->shm_geom[rank].size; ++rank) {}
         if (rank == module->size) {
             *size = 0;
             *disp_unit = 0;
@@ -163,8 +224,10 @@ int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, in
         }
     }
     if (rank < 0 || rank >= module->size) return MPI_ERR_RANK;
-    *size = module->peers[rank].size;
-    *disp_unit = (int) module->peers[rank].disp_unit;
-    *(void **) baseptr = *size ? module->shm_base + module->shm_off[rank] : NULL;
+    ompi_osc_nbe_peer_t g = { 0 };
+    ompi_osc_nbe_shm_peer_geom(module, rank, &g);
+    *size = g.size;
+    *disp_unit = (int) g.disp_unit;
+    *(void **) baseptr = *size ? (void *) (uintptr_t) g.base : NULL;
     return OMPI_SUCCESS;
 }

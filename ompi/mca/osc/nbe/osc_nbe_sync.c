@@ -109,13 +109,35 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group, int *
     return OMPI_SUCCESS;
 }
 
+/* a request that the engine completed within the call needs no network
+ * poll on a shared-memory window (nobody waits for our messages there), but
+ * every 32nd still polls so that a loop of such calls cannot starve others */
+static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
+{
+    static unsigned quick;
+    if (NULL != module->shm_base && req->complete) {
+        int status = req->status;
+        nbe_req_free(req);
+        if (0 == (++quick & 31)) opal_progress();
+        return status ? OMPI_ERROR : OMPI_SUCCESS;
+    }
+    return ompi_osc_nbe_wait_req(module, req);
+}
+
 int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
+    if (OMPI_SUCCESS == rc && NULL != module->shm_base) {
+        /* local fence (engine): the stores of this process are done; the
+         * barrier makes everybody's visible before anyone goes on */
+        opal_atomic_mb();
+        ompi_osc_nbe_shm_barrier(module);
+    }
+    return rc;
 }
 
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
@@ -182,7 +204,10 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         if (!(assert & MPI_MODE_NOCHECK)) {
             ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
-            module->shm_held[target] = 1;
+            if (OMPI_SUCCESS != ompi_osc_nbe_shm_note_held(module, target)) {
+                ompi_osc_nbe_shm_win_unlock(module, target);
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
         }
         return OMPI_SUCCESS;
     }
@@ -202,10 +227,9 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
     /* release the lock word only once the epoch's operations completed */
-    if (module->shm_held && module->shm_held[target]) {
-        module->shm_held[target] = 0;
+    if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
         ompi_osc_nbe_shm_win_unlock(module, target);
     }
     return rc;
@@ -235,7 +259,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = ompi_osc_nbe_wait_req(module, req);
+    rc = finish_req(module, req);
     if (module->shm_locks && module->shm_lock_all) {
         for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
         module->shm_lock_all = 0;
@@ -253,9 +277,20 @@ int ompi_osc_nbe_sync(struct ompi_win_t *win)
 
 static int flush_common(struct ompi_win_t *win, int target, int local)
 {
+    static unsigned fast_flushes;
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
-    int rc = nbe_iflush(module->engine, target, local, &req);
+    int rc = nbe_flush_now(module->engine, target, local);
+    if (NBE_OK == rc) {
+        /* nothing in flight (direct shared-memory operations, or acked):
+         * order the stores and return. Now and then still poll the network:
+         * a loop of such flushes must not starve the others' requests. */
+        opal_atomic_mb();
+        if (0 == (++fast_flushes & 31)) opal_progress();
+        return OMPI_SUCCESS;
+    }
+    if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     return ompi_osc_nbe_wait_req(module, req);
 }
