@@ -71,7 +71,11 @@ static void mdq_comm_destruct(mca_pml_mdq_comm_t *mc)
             while (NULL != (it = opal_list_remove_first(&page[j].held))) {
                 mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
             }
+            while (NULL != (it = opal_list_remove_first(&page[j].medium))) {
+                mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
+            }
             OBJ_DESTRUCT(&page[j].held);
+            OBJ_DESTRUCT(&page[j].medium);
         }
         free(page);
     }
@@ -111,6 +115,7 @@ mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
             }
             for (uint32_t j = 0; j < MDQ_PEER_PAGE; ++j) {
                 OBJ_CONSTRUCT(&page[j].held, opal_list_t);
+                OBJ_CONSTRUCT(&page[j].medium, opal_list_t);
             }
             opal_atomic_wmb();
             mc->pages[p] = page;
@@ -122,20 +127,17 @@ mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
 
 /* ---- fragment copies ---- */
 
-mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size)
+/* a fragment with room for len payload bytes (inline up to max_eager) */
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len)
 {
     mca_pml_mdq_frag_t *frag = (mca_pml_mdq_frag_t *) opal_free_list_get(&mca_pml_mdq.frags);
-    unsigned char *dst;
 
     if (OPAL_UNLIKELY(NULL == frag)) {
         return NULL;
     }
-    frag->type = msg->type;
-    frag->btl = msg->btl;
-    frag->len = msg->len;
-    memcpy(frag->hdr.raw, msg->hdr, hdr_size);
-    if (msg->len > mca_pml_mdq.max_eager) {
-        frag->data = malloc(msg->len);
+    frag->len = len;
+    if (len > mca_pml_mdq.max_eager) {
+        frag->data = malloc(len);
         if (NULL == frag->data) {
             frag->data = frag->inline_data;
             opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
@@ -146,6 +148,20 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
         frag->data = frag->inline_data;
         frag->heap = false;
     }
+    return frag;
+}
+
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size)
+{
+    mca_pml_mdq_frag_t *frag = mca_pml_mdq_frag_alloc(msg->len);
+    unsigned char *dst;
+
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->type = msg->type;
+    frag->btl = msg->btl;
+    memcpy(frag->hdr.raw, msg->hdr, hdr_size);
     dst = frag->data;
     for (uint32_t i = 0; i < msg->iov_count; ++i) {
         memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
@@ -192,6 +208,8 @@ int mca_pml_mdq_register_callbacks(void)
         {MDQ_TAG_CTS, mca_pml_mdq_cb_cts},
         {MDQ_TAG_FRAG, mca_pml_mdq_cb_frag},
         {MDQ_TAG_FIN, mca_pml_mdq_cb_fin},
+        {MDQ_TAG_MEDIUM, mca_pml_mdq_cb_matched},
+        {MDQ_TAG_MFRAG, mca_pml_mdq_cb_mfrag},
     };
     if (mca_pml_mdq.registered) {
         return OMPI_SUCCESS;
@@ -328,8 +346,7 @@ void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t 
     if (NULL != comm && NULL != comm->c_pml_comm) {
         /* add_comm ran meanwhile */
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.comms_lock);
-        mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_of(comm), (mca_pml_mdq_msg_t *) msg,
-                                         hdr_size);
+        mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_of(comm), (mca_pml_mdq_msg_t *) msg, hdr_size);
         return;
     }
     nf = OBJ_NEW(mdq_nocomm_frag_t);
@@ -364,7 +381,7 @@ void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc)
     while (NULL != (nf = (mdq_nocomm_frag_t *) opal_list_remove_first(&mine))) {
         mca_pml_mdq_msg_t msg;
         mca_pml_mdq_frag_to_msg(nf->frag, &msg);
-        mca_pml_mdq_recv_matched_arrival(mc, &msg, mca_pml_mdq_hdr_size(msg.type, msg.hdr));
+        mca_pml_mdq_recv_arrival(mc, &msg, mca_pml_mdq_hdr_size(msg.type, msg.hdr));
         mca_pml_mdq_frag_release(nf->frag);
         OBJ_RELEASE(nf);
     }

@@ -37,6 +37,7 @@ enum {
 /* counters exported as MPI_T pvars */
 typedef struct mca_pml_mdq_counters {
     unsigned long long eager;
+    unsigned long long medium;
     unsigned long long rget;
     unsigned long long rput;
     unsigned long long pipeline;
@@ -59,6 +60,7 @@ typedef struct mca_pml_mdq_module {
     int free_list_max;
     int free_list_inc;
     int max_outstanding_frags;
+    int medium_limit; /* -1: per BTL (see mca_pml_mdq_medium_limit), 0: no medium protocol */
 
     int output;
     bool enabled;
@@ -92,6 +94,7 @@ typedef struct mca_pml_mdq_peer {
     volatile int32_t send_seq; /* next sequence for messages we send to this rank */
     uint16_t expect_seq;          /* next sequence we accept from this rank */
     opal_list_t held;             /* out-of-order fragments from this rank */
+    opal_list_t medium;           /* medium messages from this rank still missing pieces */
 } mca_pml_mdq_peer_t;
 
 #define MDQ_PEER_PAGE_SHIFT 6
@@ -121,10 +124,14 @@ typedef struct mca_pml_mdq_frag {
     unsigned char *data;
     bool heap;
     struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
+    uint64_t msreq;             /* medium assembly: message id (sender request, sequence) */
+    uint16_t mseq;
+    size_t arrived;             /* medium assembly: payload bytes arrived so far */
     union {
         mdq_hdr_match_t m;
         mdq_hdr_sync_t s;
         mdq_hdr_rts_t r;
+        mdq_hdr_medium_t md;
         unsigned char raw[MDQ_HDR_MAX_MATCHED];
     } hdr;
     unsigned char inline_data[];
@@ -184,13 +191,17 @@ int mca_pml_mdq_register_callbacks(void);
 mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank);
 
 /* fragment copies */
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag);
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg);
 
 /* arrival of a matched message in sequence order handling (recv side) */
 void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
-                                      size_t hdr_size);
+                                      size_t hdr_size, mca_pml_mdq_frag_t *owned);
+/* any arrival for a known communicator: a matched message or a medium piece */
+void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size);
+void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg);
 void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc);
 void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 
@@ -213,6 +224,8 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata);
 void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                          mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata);
 void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata);
 
@@ -229,9 +242,26 @@ static inline size_t mca_pml_mdq_hdr_size(uint8_t type, const mdq_hdr_match_t *h
         return sizeof(mdq_hdr_match_t);
     case MDQ_TAG_EAGER_SYNC:
         return sizeof(mdq_hdr_sync_t);
+    case MDQ_TAG_MEDIUM:
+        return sizeof(mdq_hdr_medium_t);
+    case MDQ_TAG_MFRAG:
+        return sizeof(mdq_hdr_mfrag_t);
     default:
         return sizeof(mdq_hdr_rts_t) + ((const mdq_hdr_rts_t *) hdr)->hlen;
     }
+}
+
+/* Largest message sent with the medium protocol over btl (0: none). By
+ * default one max-send-size piece: above that, RGET's single copy beats
+ * copying through fragments (measured on vader, see README). */
+static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
+{
+    if (mca_pml_mdq.medium_limit >= 0) {
+        return (size_t) mca_pml_mdq.medium_limit;
+    }
+    return btl->btl_max_send_size > sizeof(mdq_hdr_medium_t)
+               ? btl->btl_max_send_size - sizeof(mdq_hdr_medium_t)
+               : 0;
 }
 
 #define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)

@@ -219,6 +219,16 @@ static int mca_pml_mdq_component_register(void)
                      "Maximum pipeline fragments in flight per send request", OPAL_INFO_LVL_9,
                      &mca_pml_mdq.max_outstanding_frags);
 
+    mca_pml_mdq.medium_limit = -1;
+    mdq_register_int("medium_limit",
+                     "Largest message (bytes) sent with the medium protocol: above the BTL eager "
+                     "limit and up to this size a message is sent without handshake in pieces of "
+                     "at most the BTL max send size and buffered by the receiver when "
+                     "unexpected; larger messages use the rendezvous. -1: per BTL, one piece "
+                     "(btl_max_send_size minus the 32-byte medium header, 32 KiB on vader); "
+                     "0: no medium protocol (rendezvous right above the eager limit)",
+                     OPAL_INFO_LVL_5, &mca_pml_mdq.medium_limit);
+
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
                            "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
     mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "
@@ -230,6 +240,8 @@ static int mca_pml_mdq_component_register(void)
                            MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_VISITS);
     mdq_register_counter_pvar("eager_messages", "Messages sent with the eager protocol (counted by the sender)",
                               &mca_pml_mdq.counters.eager);
+    mdq_register_counter_pvar("medium_messages", "Messages sent with the medium protocol (counted by the sender)",
+                              &mca_pml_mdq.counters.medium);
     mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get (counted by the receiver)",
                               &mca_pml_mdq.counters.rget);
     mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put (counted by the sender)",
@@ -238,6 +250,8 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.pipeline);
     mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
                               "was due", &mca_pml_mdq.counters.held_ooo);
+    mdq_register_counter_pvar("held_nocomm", "Messages held because they arrived before their "
+                              "communicator was created here", &mca_pml_mdq.counters.held_nocomm);
     return OMPI_SUCCESS;
 }
 

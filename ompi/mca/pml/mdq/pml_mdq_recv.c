@@ -392,10 +392,13 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
         mdq_recv_request_rts(req, msg);
         return;
     }
-    if (MDQ_TAG_EAGER_SYNC == msg->type) {
-        const mdq_hdr_sync_t *sh = (const mdq_hdr_sync_t *) msg->hdr;
-        mdq_hdr_ack_t ack = {.sreq = sh->sreq};
-        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, sh->m.src);
+    if (OPAL_UNLIKELY(MDQ_TAG_EAGER_SYNC == msg->type
+                      || (MDQ_TAG_MEDIUM == msg->type && (msg->hdr->flags & MDQ_HDR_F_SYNC)))) {
+        /* synchronous send: tell the sender we matched */
+        mdq_hdr_ack_t ack = {.sreq = MDQ_TAG_MEDIUM == msg->type
+                                         ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
+                                         : ((const mdq_hdr_sync_t *) msg->hdr)->sreq};
+        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, msg->hdr->src);
         if (OPAL_LIKELY(NULL != ep)) {
             (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
         }
@@ -431,8 +434,11 @@ static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const m
     return NULL;
 }
 
+/* A complete matched message in from the wire. owned: the message already
+ * sits in a fragment (an assembled medium message) that is queued as is or
+ * released after delivery, instead of copied. */
 void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
-                                      size_t hdr_size)
+                                      size_t hdr_size, mca_pml_mdq_frag_t *owned)
 {
     const mdq_hdr_match_t *hdr = msg->hdr;
     mca_pml_mdq_peer_t *peer;
@@ -443,6 +449,9 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     if (OPAL_UNLIKELY(hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
         opal_output(0, "pml:mdq: dropping message with bad source %d on cid %u", hdr->src,
                     mc->cid);
+        if (NULL != owned) {
+            mca_pml_mdq_frag_release(owned);
+        }
         return;
     }
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
@@ -454,7 +463,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     OPAL_THREAD_LOCK(&mc->lock);
     if (OPAL_UNLIKELY(hdr->seq != peer->expect_seq)) {
         /* overtook an earlier message (several BTLs): hold it */
-        mca_pml_mdq_frag_t *frag = mca_pml_mdq_frag_copy(msg, hdr_size);
+        mca_pml_mdq_frag_t *frag = NULL != owned ? owned : mca_pml_mdq_frag_copy(msg, hdr_size);
         if (OPAL_UNLIKELY(NULL == frag)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
             ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
@@ -465,7 +474,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         OPAL_THREAD_UNLOCK(&mc->lock);
         return;
     }
-    req = mdq_match_msg(mc, msg, hdr_size, NULL);
+    req = mdq_match_msg(mc, msg, hdr_size, owned);
     peer->expect_seq++;
 
     while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
@@ -498,6 +507,9 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
 
     if (NULL != req) {
         mca_pml_mdq_recv_request_deliver(req, msg);
+        if (NULL != owned) {
+            mca_pml_mdq_frag_release(owned);
+        }
     }
     if (have_ready) {
         mca_pml_mdq_frag_t *frag;
@@ -560,7 +572,123 @@ void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         mca_pml_mdq_hold_nocomm(hdr->cid, &msg, hsize);
         return;
     }
-    mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize);
+    if (MDQ_TAG_MEDIUM == tag && ((const mdq_hdr_medium_t *) hdr)->length != msg.len) {
+        mca_pml_mdq_medium_piece(mc, &msg);
+        return;
+    }
+    mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize, NULL);
+}
+
+void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size)
+{
+    if (MDQ_TAG_MFRAG == msg->type
+        || (MDQ_TAG_MEDIUM == msg->type
+            && ((const mdq_hdr_medium_t *) msg->hdr)->length != msg->len)) {
+        mca_pml_mdq_medium_piece(mc, msg);
+        return;
+    }
+    mca_pml_mdq_recv_matched_arrival(mc, msg, hdr_size, NULL);
+}
+
+/* the continuation header keeps cid and src where the match header has them,
+ * so the no-communicator path can treat both alike */
+_Static_assert(offsetof(mdq_hdr_mfrag_t, cid) == offsetof(mdq_hdr_match_t, cid)
+                   && offsetof(mdq_hdr_mfrag_t, src) == offsetof(mdq_hdr_match_t, src),
+               "mfrag header must start like the match header");
+
+void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_mfrag_t *fh = (const mdq_hdr_mfrag_t *) des->des_segments[0].seg_addr.pval;
+    ompi_communicator_t *comm = ompi_comm_lookup(fh->cid);
+    mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
+    mca_pml_mdq_msg_t msg;
+    (void) tag;
+    (void) cbdata;
+
+    msg.hdr = (const mdq_hdr_match_t *) fh;
+    mdq_msg_from_des(&msg, MDQ_TAG_MFRAG, btl, des, sizeof(*fh));
+    if (OPAL_UNLIKELY(NULL == mc)) {
+        mca_pml_mdq_hold_nocomm(fh->cid, &msg, sizeof(*fh));
+        return;
+    }
+    mca_pml_mdq_medium_piece(mc, &msg);
+}
+
+/* One piece of a medium message that needs several. Pieces are collected
+ * in an assembly fragment (keyed by sender request and sequence, created by
+ * whichever piece comes first) and the complete message then takes the
+ * normal matched-arrival path, so ordering, matching, probe and truncation
+ * work as for eager messages. */
+void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg)
+{
+    bool first = MDQ_TAG_MEDIUM == msg->type;
+    const mdq_hdr_medium_t *mh = (const mdq_hdr_medium_t *) msg->hdr;
+    const mdq_hdr_mfrag_t *fh = (const mdq_hdr_mfrag_t *) msg->hdr;
+    int src = first ? mh->m.src : fh->src;
+    uint64_t sreq = first ? mh->sreq : fh->sreq;
+    uint16_t seq = first ? mh->m.seq : fh->seq;
+    size_t total = first ? mh->length : fh->length;
+    size_t offset = first ? 0 : fh->offset;
+    mca_pml_mdq_frag_t *as = NULL, *f;
+    mca_pml_mdq_peer_t *peer;
+    unsigned char *dst;
+    bool complete;
+
+    if (OPAL_UNLIKELY(src < 0 || (uint32_t) src >= mc->size || offset > total
+                      || msg->len > total - offset)) {
+        opal_output(0, "pml:mdq: dropping bad medium piece (source %d, offset %zu, %zu of %zu "
+                    "bytes) on cid %u", src, offset, msg->len, total, mc->cid);
+        return;
+    }
+    peer = mca_pml_mdq_peer_get(mc, src);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+        return;
+    }
+    OPAL_THREAD_LOCK(&mc->lock);
+    OPAL_LIST_FOREACH (f, &peer->medium, mca_pml_mdq_frag_t) {
+        if (f->msreq == sreq && f->mseq == seq) {
+            as = f;
+            break;
+        }
+    }
+    if (NULL == as) {
+        as = mca_pml_mdq_frag_alloc(total);
+        if (OPAL_UNLIKELY(NULL == as)) {
+            OPAL_THREAD_UNLOCK(&mc->lock);
+            opal_output(0, "pml:mdq: out of memory assembling a medium message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return;
+        }
+        as->type = MDQ_TAG_MEDIUM;
+        as->btl = msg->btl;
+        as->msreq = sreq;
+        as->mseq = seq;
+        as->arrived = 0;
+        opal_list_append(&peer->medium, &as->super.super);
+    }
+    if (first) {
+        memcpy(as->hdr.raw, mh, sizeof(*mh));
+        as->btl = msg->btl;
+    }
+    dst = as->data + offset;
+    for (uint32_t i = 0; i < msg->iov_count; ++i) {
+        memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
+        dst += msg->iov[i].iov_len;
+    }
+    as->arrived += msg->len;
+    complete = as->arrived == total;
+    if (complete) {
+        opal_list_remove_item(&peer->medium, &as->super.super);
+    }
+    OPAL_THREAD_UNLOCK(&mc->lock);
+
+    if (complete) {
+        mca_pml_mdq_msg_t whole;
+        mca_pml_mdq_frag_to_msg(as, &whole);
+        mca_pml_mdq_recv_matched_arrival(mc, &whole, sizeof(mdq_hdr_medium_t), as);
+    }
 }
 
 void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,

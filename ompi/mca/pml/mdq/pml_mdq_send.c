@@ -288,45 +288,101 @@ static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     mca_pml_mdq_send_request_event_done(sendreq);
 }
 
-/* pipeline: stream the data in fragments of at most the BTL max send size.
- * Returns true when every byte has been handed to a BTL. */
+/* header of the data piece at sendreq->offset: a pipeline fragment, or the
+ * first / a continuation piece of a medium message. Returns its size. */
+static size_t mdq_piece_header(mca_pml_mdq_send_request_t *sendreq, void *buf, uint8_t *tag)
+{
+    if (MDQ_TAG_MEDIUM != sendreq->protocol) {
+        mdq_hdr_frag_t *fh = (mdq_hdr_frag_t *) buf;
+        fh->rreq = sendreq->rreq;
+        fh->offset = sendreq->offset;
+        *tag = MDQ_TAG_FRAG;
+        return sizeof(*fh);
+    }
+    if (0 == sendreq->offset) {
+        mdq_hdr_medium_t *mh = (mdq_hdr_medium_t *) buf;
+        mdq_fill_match(&mh->m, sendreq);
+        if (MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode) {
+            mh->m.flags |= MDQ_HDR_F_SYNC;
+        }
+        mh->sreq = mdq_ptr_to_u64(sendreq);
+        mh->length = sendreq->length;
+        *tag = MDQ_TAG_MEDIUM;
+        return sizeof(*mh);
+    }
+    {
+        mdq_hdr_mfrag_t *fh = (mdq_hdr_mfrag_t *) buf;
+        ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
+        fh->cid = comm->c_contextid;
+        fh->src = comm->c_my_rank;
+        fh->sreq = mdq_ptr_to_u64(sendreq);
+        fh->offset = sendreq->offset;
+        fh->length = sendreq->length;
+        fh->seq = sendreq->seq;
+        fh->pad[0] = fh->pad[1] = fh->pad[2] = 0;
+        *tag = MDQ_TAG_MFRAG;
+        return sizeof(*fh);
+    }
+}
+
+/* Pipeline and medium messages: stream the data in pieces of at most the
+ * BTL max send size. A contiguous piece first tries btl_sendi (the BTL
+ * copies it and the piece is done at once). Sets *all_scheduled when every
+ * byte has been handed to a BTL. */
 static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
 {
     opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
+    mca_bml_base_btl_array_t *btls = MDQ_TAG_MEDIUM == sendreq->protocol ? &sendreq->ep->btl_eager
+                                                                         : &sendreq->ep->btl_send;
 
     while (sendreq->offset < sendreq->length) {
         mca_bml_base_btl_t *bml_btl;
+        mca_btl_base_module_t *btl;
         mca_btl_base_descriptor_t *des;
-        mdq_hdr_frag_t *fh;
-        size_t size;
+        union {
+            mdq_hdr_frag_t f;
+            mdq_hdr_medium_t m;
+            mdq_hdr_mfrag_t c;
+        } hdr;
+        size_t size, hsize;
+        uint8_t tag;
         int rc;
 
         if (sendreq->outstanding >= mca_pml_mdq.max_outstanding_frags) {
             return OMPI_SUCCESS; /* the completion of a fragment resumes us */
         }
-        bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_send);
+        bml_btl = mca_bml_base_btl_array_get_next(btls);
+        btl = bml_btl->btl;
+        hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (size > bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t)) {
-            size = bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t);
+        if (size > btl->btl_max_send_size - hsize) {
+            size = btl->btl_max_send_size - hsize;
         }
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
         }
-        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, sizeof(mdq_hdr_frag_t), &size,
+        if (MDQ_TAG_FRAG != tag && sendreq->contig && NULL != btl->btl_sendi) {
+            rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size,
+                                MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, tag, NULL);
+            if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+                sendreq->offset += size;
+                continue;
+            }
+            mdq_rewind(conv, sendreq->offset);
+        }
+        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, hsize, &size,
                                  MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK,
                                  &des);
         if (OPAL_UNLIKELY(NULL == des)) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        fh = (mdq_hdr_frag_t *) des->des_segments[0].seg_addr.pval;
-        fh->rreq = sendreq->rreq;
-        fh->offset = sendreq->offset;
+        memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
         des->des_cbfunc = mdq_frag_sent;
         des->des_cbdata = sendreq;
         OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, 1);
         OPAL_THREAD_ADD_FETCH32(&sendreq->events, 1);
         sendreq->offset += size;
-        rc = mca_bml_base_send(bml_btl, des, MDQ_TAG_FRAG);
+        rc = mca_bml_base_send(bml_btl, des, tag);
         if (OPAL_UNLIKELY(rc < 0)) {
             sendreq->offset -= size;
             OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, -1);
@@ -538,6 +594,13 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     if (size + hsize <= bml_btl->btl->btl_eager_limit) {
         sendreq->protocol = sync ? MDQ_TAG_EAGER_SYNC : MDQ_TAG_EAGER;
         sendreq->events = sync ? 2 : 1;
+    } else if (size <= mca_pml_mdq_medium_limit(bml_btl->btl)) {
+        /* pieces without handshake; the scheduling token is released when
+         * every piece is out, a synchronous send also waits for the ACK */
+        sendreq->protocol = MDQ_TAG_MEDIUM;
+        sendreq->pending_op = MDQ_PENDING_FRAGS;
+        sendreq->events = sync ? 2 : 1;
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
     } else {
         sendreq->protocol = MDQ_TAG_RTS;
         sendreq->events = 2; /* scheduling token + ACK or CTS */
