@@ -99,12 +99,12 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_frag_t, opal_free_list_item_t, mdq_frag_construct
 
 /* ---- sparse per-peer state ---- */
 
-mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
+mca_pml_mdq_peer_t *mca_pml_mdq_peer_page_alloc(mca_pml_mdq_comm_t *mc, int rank)
 {
     uint32_t p = (uint32_t) rank >> MDQ_PEER_PAGE_SHIFT;
     mca_pml_mdq_peer_t *page = mc->pages[p];
 
-    if (OPAL_UNLIKELY(NULL == page)) {
+    if (NULL == page) {
         OPAL_THREAD_LOCK(&mc->lock);
         page = mc->pages[p];
         if (NULL == page) {
@@ -321,7 +321,9 @@ int mca_pml_mdq_enable(bool enable)
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    opal_progress_register(mca_pml_mdq_progress);
+    /* only retries of resource-starved work: low priority keeps it off the
+     * polling path of every opal_progress call */
+    opal_progress_register_lp(mca_pml_mdq_progress);
     mca_pml_mdq.enabled = true;
     return OMPI_SUCCESS;
 }

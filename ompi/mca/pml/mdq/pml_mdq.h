@@ -188,7 +188,17 @@ int mca_pml_mdq_start(size_t count, ompi_request_t **requests);
 
 /* ---- shared internals ---- */
 int mca_pml_mdq_register_callbacks(void);
-mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank);
+mca_pml_mdq_peer_t *mca_pml_mdq_peer_page_alloc(mca_pml_mdq_comm_t *mc, int rank);
+
+/* ordering state of rank; its page is allocated on first contact */
+static inline mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
+{
+    mca_pml_mdq_peer_t *page = mc->pages[(uint32_t) rank >> MDQ_PEER_PAGE_SHIFT];
+    if (OPAL_LIKELY(NULL != page)) {
+        return &page[(uint32_t) rank & (MDQ_PEER_PAGE - 1)];
+    }
+    return mca_pml_mdq_peer_page_alloc(mc, rank);
+}
 
 /* fragment copies */
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);

@@ -120,11 +120,22 @@ void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, s
 
     MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
                                    persistent);
+    req->mc = mca_pml_mdq_comm_of(comm);
+    if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(datatype, count))) {
+        /* homogeneous contiguous data needs no convertor: copies and RDMA
+         * use the buffer directly */
+        req->contig = true;
+        req->base = (char *) buf + datatype->super.true_lb;
+        req->capacity = datatype->super.size * count;
+        return;
+    }
     opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
                                              &datatype->super, count, buf, 0, conv);
     opal_convertor_get_packed_size(conv, &req->capacity);
     req->contig = !opal_convertor_need_buffers(conv);
-    req->mc = mca_pml_mdq_comm_of(comm);
+    if (req->contig) {
+        opal_convertor_get_current_pointer(conv, (void **) &req->base);
+    }
 }
 
 /* ---- delivery ---- */
@@ -166,12 +177,9 @@ static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec 
         return;
     }
     if (req->contig) {
-        char *base = NULL;
         size_t off = offset_in_msg;
-        opal_convertor_get_current_pointer(conv, (void **) &base);
-        base -= conv->bConverted;
         for (uint32_t i = 0; i < n; ++i) {
-            memcpy(base + off, iov[i].iov_base, iov[i].iov_len);
+            memcpy(req->base + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
         return;
@@ -237,11 +245,8 @@ int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
 {
     mca_bml_base_btl_t *rdma = req->rdma_btl;
     mca_btl_base_module_t *btl = rdma->btl;
-    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
-    char *base = NULL;
+    char *base = req->base; /* RGET is only used for contiguous receives */
 
-    opal_convertor_get_current_pointer(conv, (void **) &base);
-    base -= conv->bConverted;
     if (NULL != btl->btl_register_mem && NULL == req->local_handle
         && req->length >= btl->btl_get_local_registration_threshold) {
         mca_bml_base_register_mem(rdma, base, req->length, MCA_BTL_REG_FLAG_LOCAL_WRITE,
@@ -301,13 +306,12 @@ void mca_pml_mdq_recv_request_schedule(mca_pml_mdq_recv_request_t *req)
 static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_base_module_t *rbtl)
 {
     mca_bml_base_btl_t *rdma = NULL, *ctl;
-    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
     union {
         mdq_hdr_cts_t c;
         unsigned char raw[sizeof(mdq_hdr_cts_t) + MDQ_MAX_HANDLE];
     } hdr;
     size_t hlen = 0;
-    char *base = NULL;
+    char *base = req->base; /* RPUT is only used for contiguous receives */
     (void) rbtl;
 
     for (size_t i = 0; i < mca_bml_base_btl_array_get_size(&req->ep->btl_rdma); ++i) {
@@ -322,8 +326,6 @@ static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_b
         return false;
     }
     ctl = mca_bml_base_btl_array_find(&req->ep->btl_eager, rdma->btl);
-    opal_convertor_get_current_pointer(conv, (void **) &base);
-    base -= conv->bConverted;
     if (NULL != rdma->btl->btl_register_mem) {
         hlen = rdma->btl->btl_registration_handle_size;
         if (hlen > MDQ_MAX_HANDLE) {
@@ -744,7 +746,7 @@ int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
     mca_pml_mdq_msg_t msg;
 
     MCA_PML_BASE_RECV_START(&req->req_recv);
-    if (req->req_recv.req_base.req_ompi.req_persistent
+    if (req->req_recv.req_base.req_ompi.req_persistent && !req->contig
         && 0 != req->req_recv.req_base.req_convertor.bConverted) {
         size_t zero = 0;
         opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);

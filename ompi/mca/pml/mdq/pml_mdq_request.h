@@ -57,7 +57,8 @@ typedef struct mca_pml_mdq_recv_request {
     volatile int32_t released;
     volatile int32_t rdma_pending; /* gets in flight + 1 while scheduling */
     int32_t pending_op;
-    bool contig;
+    bool contig;                   /* contiguous: no convertor, data goes to base */
+    char *base;                    /* contiguous: first byte of the buffer */
     size_t capacity;               /* packed bytes the buffer can take */
     size_t length;                 /* bytes to receive: min(message, capacity) */
     volatile size_t received;   /* pipeline bytes so far */

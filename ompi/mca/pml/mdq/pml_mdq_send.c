@@ -17,6 +17,9 @@
 #include "pml_mdq_request.h"
 
 #define MDQ_SEND_FLAGS (MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+/* contiguous sends up to this size are copied behind the header on the
+ * stack instead of described by a convertor (cheaper to set up) */
+#define MDQ_INLINE_COPY_MAX 256
 
 static int mdq_send_request_free(ompi_request_t **request);
 static int mdq_send_request_cancel(ompi_request_t *request, int complete);
@@ -742,16 +745,25 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     hdr.flags = 0;
     *seq_out = hdr.seq;
 
-    if (size > 0) {
+    if (size <= MDQ_INLINE_COPY_MAX) {
+        /* small: header and payload as one header block, no convertor */
+        union {
+            mdq_hdr_match_t m;
+            unsigned char raw[sizeof(mdq_hdr_match_t) + MDQ_INLINE_COPY_MAX];
+        } blk;
+        blk.m = hdr;
+        if (size > 0) {
+            memcpy(blk.raw + sizeof(hdr), (const char *) buf + datatype->super.true_lb, size);
+        }
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &blk, sizeof(hdr) + size, 0,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+    } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
                                                  count, buf, 0, &conv);
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, sizeof(hdr), size,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
         OBJ_DESTRUCT(&conv);
-    } else {
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr), 0,
-                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
     }
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
