@@ -57,6 +57,7 @@ static void mdq_comm_construct(mca_pml_mdq_comm_t *mc)
     mc->queue = NULL;
     mc->npages = 0;
     mc->pages = NULL;
+    OBJ_CONSTRUCT(&mc->medium, opal_list_t);
 }
 
 static void mdq_comm_destruct(mca_pml_mdq_comm_t *mc)
@@ -71,15 +72,18 @@ static void mdq_comm_destruct(mca_pml_mdq_comm_t *mc)
             while (NULL != (it = opal_list_remove_first(&page[j].held))) {
                 mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
             }
-            while (NULL != (it = opal_list_remove_first(&page[j].medium))) {
-                mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
-            }
             OBJ_DESTRUCT(&page[j].held);
-            OBJ_DESTRUCT(&page[j].medium);
         }
         free(page);
     }
     free((void *) mc->pages);
+    {
+        opal_list_item_t *it;
+        while (NULL != (it = opal_list_remove_first(&mc->medium))) {
+            mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
+        }
+        OBJ_DESTRUCT(&mc->medium);
+    }
     if (NULL != mc->queue) {
         mdq_match_queue_destroy(mc->queue);
     }
@@ -115,7 +119,6 @@ mca_pml_mdq_peer_t *mca_pml_mdq_peer_page_alloc(mca_pml_mdq_comm_t *mc, int rank
             }
             for (uint32_t j = 0; j < MDQ_PEER_PAGE; ++j) {
                 OBJ_CONSTRUCT(&page[j].held, opal_list_t);
-                OBJ_CONSTRUCT(&page[j].medium, opal_list_t);
             }
             opal_atomic_wmb();
             mc->pages[p] = page;

@@ -94,7 +94,6 @@ typedef struct mca_pml_mdq_peer {
     volatile int32_t send_seq; /* next sequence for messages we send to this rank */
     uint16_t expect_seq;          /* next sequence we accept from this rank */
     opal_list_t held;             /* out-of-order fragments from this rank */
-    opal_list_t medium;           /* medium messages from this rank still missing pieces */
 } mca_pml_mdq_peer_t;
 
 #define MDQ_PEER_PAGE_SHIFT 6
@@ -108,6 +107,7 @@ typedef struct mca_pml_mdq_comm {
     uint32_t cid;
     uint32_t size; /* remote group size */
     mdq_match_queue_t *queue;
+    opal_list_t medium; /* medium messages still missing pieces (any sender) */
     /* sparse peer table: pages allocated on first contact */
     uint32_t npages;
     mca_pml_mdq_peer_t *volatile *pages;
@@ -124,7 +124,8 @@ typedef struct mca_pml_mdq_frag {
     unsigned char *data;
     bool heap;
     struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
-    uint64_t msreq;             /* medium assembly: message id (sender request, sequence) */
+    uint64_t msreq;             /* medium assembly: message id (sender, request, sequence) */
+    int32_t msrc;
     uint16_t mseq;
     size_t arrived;             /* medium assembly: payload bytes arrived so far */
     union {

@@ -633,7 +633,6 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     size_t total = first ? mh->length : fh->length;
     size_t offset = first ? 0 : fh->offset;
     mca_pml_mdq_frag_t *as = NULL, *f;
-    mca_pml_mdq_peer_t *peer;
     unsigned char *dst;
     bool complete;
 
@@ -643,14 +642,9 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
                     "bytes) on cid %u", src, offset, msg->len, total, mc->cid);
         return;
     }
-    peer = mca_pml_mdq_peer_get(mc, src);
-    if (OPAL_UNLIKELY(NULL == peer)) {
-        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
-        return;
-    }
     OPAL_THREAD_LOCK(&mc->lock);
-    OPAL_LIST_FOREACH (f, &peer->medium, mca_pml_mdq_frag_t) {
-        if (f->msreq == sreq && f->mseq == seq) {
+    OPAL_LIST_FOREACH (f, &mc->medium, mca_pml_mdq_frag_t) {
+        if (f->msreq == sreq && f->mseq == seq && f->msrc == src) {
             as = f;
             break;
         }
@@ -667,8 +661,9 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
         as->btl = msg->btl;
         as->msreq = sreq;
         as->mseq = seq;
+        as->msrc = src;
         as->arrived = 0;
-        opal_list_append(&peer->medium, &as->super.super);
+        opal_list_append(&mc->medium, &as->super.super);
     }
     if (first) {
         memcpy(as->hdr.raw, mh, sizeof(*mh));
@@ -682,7 +677,7 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     as->arrived += msg->len;
     complete = as->arrived == total;
     if (complete) {
-        opal_list_remove_item(&peer->medium, &as->super.super);
+        opal_list_remove_item(&mc->medium, &as->super.super);
     }
     OPAL_THREAD_UNLOCK(&mc->lock);
 
