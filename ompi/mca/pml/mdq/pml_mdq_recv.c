@@ -19,14 +19,13 @@
 #define MDQ_ITEM_TO_FRAG(it) \
     ((mca_pml_mdq_frag_t *) ((char *) (it) - offsetof(mca_pml_mdq_frag_t, item)))
 
-static int mdq_recv_request_free(ompi_request_t **request);
 static int mdq_recv_request_cancel(ompi_request_t *request, int complete);
 
 static void mdq_recv_request_construct(mca_pml_mdq_recv_request_t *req)
 {
     req->req_recv.req_base.req_type = MCA_PML_REQUEST_RECV;
     req->req_recv.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
-    req->req_recv.req_base.req_ompi.req_free = mdq_recv_request_free;
+    req->req_recv.req_base.req_ompi.req_free = mca_pml_mdq_request_free;
     req->req_recv.req_base.req_ompi.req_cancel = mdq_recv_request_cancel;
     req->req_recv.req_base.req_ompi.req_start = mca_pml_mdq_start;
     req->local_handle = NULL;
@@ -39,25 +38,7 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_recv_request_t, mca_pml_base_recv_request_t,
 
 static void mdq_recv_request_release(mca_pml_mdq_recv_request_t *req)
 {
-    int32_t expected = 0;
-    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&req->released, &expected, 1)) {
-        return;
-    }
-    MCA_PML_BASE_RECV_REQUEST_FINI(&req->req_recv);
-    opal_free_list_return(&mca_pml_base_recv_requests, (opal_free_list_item_t *) req);
-}
-
-static int mdq_recv_request_free(ompi_request_t **request)
-{
-    mca_pml_mdq_recv_request_t *req = (mca_pml_mdq_recv_request_t *) *request;
-
-    req->req_recv.req_base.req_free_called = true;
-    opal_atomic_mb();
-    if (req->req_recv.req_base.req_pml_complete) {
-        mdq_recv_request_release(req);
-    }
-    *request = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
+    mca_pml_mdq_request_release(&req->req_recv.req_base);
 }
 
 static void mdq_recv_request_pml_complete(mca_pml_mdq_recv_request_t *req)
@@ -66,11 +47,7 @@ static void mdq_recv_request_pml_complete(mca_pml_mdq_recv_request_t *req)
         mca_bml_base_deregister_mem(req->rdma_btl, req->local_handle);
         req->local_handle = NULL;
     }
-    req->req_recv.req_base.req_pml_complete = true;
-    opal_atomic_wmb();
-    ompi_request_complete(&req->req_recv.req_base.req_ompi, true);
-    opal_atomic_mb();
-    if (req->req_recv.req_base.req_free_called) {
+    if (mdq_request_pml_done(&req->req_recv.req_base, true)) {
         mdq_recv_request_release(req);
     }
 }
@@ -740,20 +717,7 @@ int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
     mca_pml_mdq_frag_t *frag;
     mca_pml_mdq_msg_t msg;
 
-    MCA_PML_BASE_RECV_START(&req->req_recv);
-    if (req->req_recv.req_base.req_ompi.req_persistent && !req->contig
-        && 0 != req->req_recv.req_base.req_convertor.bConverted) {
-        size_t zero = 0;
-        opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);
-    }
-    req->released = 0;
-    req->events = 1;
-    req->received = 0;
-    req->length = 0;
-    req->offset = 0;
-    req->pending_op = MDQ_PENDING_NONE;
-    req->local_handle = NULL;
-    req->rdma_btl = NULL;
+    mca_pml_mdq_recv_request_reset(req);
     req->item.rank = req->req_recv.req_base.req_peer;
     req->item.tag = req->req_recv.req_base.req_tag;
     if (OPAL_UNLIKELY(NULL == mc)) {
@@ -816,13 +780,7 @@ int mca_pml_mdq_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    ompi_request_wait_completion(request);
-    if (MPI_STATUS_IGNORE != status) {
-        OMPI_COPY_STATUS(status, request->req_status, false);
-    }
-    rc = request->req_status.MPI_ERROR;
-    ompi_request_free(&request);
-    return rc;
+    return mca_pml_mdq_wait_and_free(request, status);
 }
 
 /* ---- persistent start ---- */

@@ -21,14 +21,13 @@
  * stack instead of described by a convertor (cheaper to set up) */
 #define MDQ_INLINE_COPY_MAX 256
 
-static int mdq_send_request_free(ompi_request_t **request);
 static int mdq_send_request_cancel(ompi_request_t *request, int complete);
 
 static void mdq_send_request_construct(mca_pml_mdq_send_request_t *req)
 {
     req->req_send.req_base.req_type = MCA_PML_REQUEST_SEND;
     req->req_send.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
-    req->req_send.req_base.req_ompi.req_free = mdq_send_request_free;
+    req->req_send.req_base.req_ompi.req_free = mca_pml_mdq_request_free;
     req->req_send.req_base.req_ompi.req_cancel = mdq_send_request_cancel;
     req->req_send.req_base.req_ompi.req_start = mca_pml_mdq_start;
     req->local_handle = NULL;
@@ -41,25 +40,7 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_send_request_t, mca_pml_base_send_request_t,
 
 static void mdq_send_request_release(mca_pml_mdq_send_request_t *sendreq)
 {
-    int32_t expected = 0;
-    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&sendreq->released, &expected, 1)) {
-        return;
-    }
-    MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
-    opal_free_list_return(&mca_pml_base_send_requests, (opal_free_list_item_t *) sendreq);
-}
-
-static int mdq_send_request_free(ompi_request_t **request)
-{
-    mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) *request;
-
-    sendreq->req_send.req_base.req_free_called = true;
-    opal_atomic_mb();
-    if (sendreq->req_send.req_base.req_pml_complete) {
-        mdq_send_request_release(sendreq);
-    }
-    *request = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
+    mca_pml_mdq_request_release(&sendreq->req_send.req_base);
 }
 
 /* Open MPI's PMLs do not cancel sends: the request completes normally and
@@ -83,13 +64,7 @@ static void mdq_send_request_pml_complete(mca_pml_mdq_send_request_t *sendreq)
         mca_pml_base_bsend_request_fini((ompi_request_t *) sendreq);
     }
     sendreq->req_send.req_base.req_ompi.req_status._ucount = sendreq->req_send.req_bytes_packed;
-    sendreq->req_send.req_base.req_pml_complete = true;
-    opal_atomic_wmb();
-    if (!buffered) {
-        ompi_request_complete(&sendreq->req_send.req_base.req_ompi, true);
-    }
-    opal_atomic_mb();
-    if (sendreq->req_send.req_base.req_free_called) {
+    if (mdq_request_pml_done(&sendreq->req_send.req_base, !buffered)) {
         mdq_send_request_release(sendreq);
     }
 }
@@ -836,8 +811,5 @@ int mca_pml_mdq_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    ompi_request_wait_completion(request);
-    rc = request->req_status.MPI_ERROR;
-    ompi_request_free(&request);
-    return rc;
+    return mca_pml_mdq_wait_and_free(request, NULL);
 }
