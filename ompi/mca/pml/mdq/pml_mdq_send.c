@@ -529,15 +529,6 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {
         return OMPI_ERR_UNREACH;
     }
-    if (!sendreq->seq_set) {
-        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
-        if (OPAL_UNLIKELY(NULL == peer)) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
-    }
-    sendreq->seq_set = false;
-
     if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode) {
         if (sendreq->req_send.req_base.req_ompi.req_persistent
             && sendreq->req_send.req_bytes_packed > 0) {
@@ -548,13 +539,23 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
                 sendreq->req_send.req_base.req_count, sendreq->req_send.req_base.req_addr, 0,
                 &sendreq->req_send.req_base.req_convertor);
         }
+        /* before taking a sequence number: a full attached buffer fails the
+         * call (MPI_ERR_BUFFER through the error handler) and must not leave
+         * a gap in the peer's sequence */
         rc = mca_pml_base_bsend_request_start((ompi_request_t *) sendreq);
         if (OMPI_SUCCESS != rc) {
-            /* the sequence number is spent: send the message truncated to
-             * nothing would be wrong, so fail loudly */
             return rc;
         }
     }
+
+    if (!sendreq->seq_set) {
+        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
+        if (OPAL_UNLIKELY(NULL == peer)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    }
+    sendreq->seq_set = false;
 
     size = sendreq->req_send.req_bytes_packed;
     sendreq->contig = !opal_convertor_need_buffers(&sendreq->req_send.req_base.req_convertor);
