@@ -678,7 +678,8 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
     return OMPI_SUCCESS;
 }
 
-/* Small contiguous standard sends go out with btl_sendi and need no request. */
+/* Contiguous standard sends that fit one BTL message (eager, or a medium
+ * message of one piece) go out with btl_sendi and need no request. */
 static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
                            int tag, ompi_communicator_t *comm, uint16_t *seq_out)
 {
@@ -688,7 +689,12 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     mca_bml_base_btl_t *bml_btl;
     mca_btl_base_module_t *btl;
     mca_pml_mdq_peer_t *peer;
-    mdq_hdr_match_t hdr;
+    union {
+        mdq_hdr_match_t m;
+        mdq_hdr_medium_t md;
+    } hdr;
+    size_t hsize = sizeof(mdq_hdr_match_t);
+    uint8_t proto = MDQ_TAG_EAGER;
     opal_convertor_t conv;
     size_t size;
     int rc;
@@ -707,42 +713,56 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     }
     bml_btl = mca_bml_base_btl_array_get_next(&ep->btl_eager);
     btl = bml_btl->btl;
-    if (NULL == btl->btl_sendi || size + sizeof(hdr) > btl->btl_eager_limit) {
+    if (NULL == btl->btl_sendi) {
         return OMPI_ERR_NOT_AVAILABLE;
+    }
+    if (size + hsize > btl->btl_eager_limit) {
+        if (size > mca_pml_mdq_medium_limit(btl)
+            || size + sizeof(mdq_hdr_medium_t) > btl->btl_max_send_size) {
+            return OMPI_ERR_NOT_AVAILABLE;
+        }
+        /* one-piece medium: the message id is only needed for several pieces */
+        proto = MDQ_TAG_MEDIUM;
+        hsize = sizeof(mdq_hdr_medium_t);
+        hdr.md.sreq = 0;
+        hdr.md.length = size;
     }
     peer = mca_pml_mdq_peer_get(mc, dst);
     if (OPAL_UNLIKELY(NULL == peer)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
-    hdr.cid = comm->c_contextid;
-    hdr.src = comm->c_my_rank;
-    hdr.tag = tag;
-    hdr.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
-    hdr.flags = 0;
-    *seq_out = hdr.seq;
+    hdr.m.cid = comm->c_contextid;
+    hdr.m.src = comm->c_my_rank;
+    hdr.m.tag = tag;
+    hdr.m.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    hdr.m.flags = 0;
+    *seq_out = hdr.m.seq;
 
-    if (size <= MDQ_INLINE_COPY_MAX) {
+    if (MDQ_TAG_EAGER == proto && size <= MDQ_INLINE_COPY_MAX) {
         /* small: header and payload as one header block, no convertor */
         union {
             mdq_hdr_match_t m;
             unsigned char raw[sizeof(mdq_hdr_match_t) + MDQ_INLINE_COPY_MAX];
         } blk;
-        blk.m = hdr;
+        blk.m = hdr.m;
         if (size > 0) {
-            memcpy(blk.raw + sizeof(hdr), (const char *) buf + datatype->super.true_lb, size);
+            memcpy(blk.raw + sizeof(hdr.m), (const char *) buf + datatype->super.true_lb, size);
         }
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &blk, sizeof(hdr) + size, 0,
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &blk, sizeof(hdr.m) + size, 0,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
                                                  count, buf, 0, &conv);
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, sizeof(hdr), size,
-                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, hsize, size,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, proto, NULL);
         OBJ_DESTRUCT(&conv);
     }
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
+        OPAL_THREAD_ADD_FETCH64(MDQ_TAG_EAGER == proto
+                                    ? (volatile int64_t *) &mca_pml_mdq.counters.eager
+                                    : (volatile int64_t *) &mca_pml_mdq.counters.medium,
+                                1);
         return OMPI_SUCCESS;
     }
     return OMPI_ERR_OUT_OF_RESOURCE; /* sequence number taken: caller must use it */
