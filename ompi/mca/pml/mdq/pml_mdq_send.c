@@ -19,7 +19,7 @@
 #define MDQ_SEND_FLAGS (MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
 /* contiguous sends up to this size are copied behind the header on the
  * stack instead of described by a convertor (cheaper to set up) */
-#define MDQ_INLINE_COPY_MAX 1024
+#define MDQ_INLINE_COPY_MAX 256
 
 static int mdq_send_request_cancel(ompi_request_t *request, int complete);
 
