@@ -140,7 +140,23 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len)
     }
     frag->len = len;
     if (len > mca_pml_mdq.max_eager) {
-        frag->data = malloc(len);
+        frag->data = NULL;
+        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
+        for (int i = 0; i < mca_pml_mdq.nspare; ++i) {
+            if (mca_pml_mdq.spare_cap[i] >= len) {
+                frag->data = mca_pml_mdq.spare[i];
+                frag->heap_cap = mca_pml_mdq.spare_cap[i];
+                --mca_pml_mdq.nspare;
+                mca_pml_mdq.spare[i] = mca_pml_mdq.spare[mca_pml_mdq.nspare];
+                mca_pml_mdq.spare_cap[i] = mca_pml_mdq.spare_cap[mca_pml_mdq.nspare];
+                break;
+            }
+        }
+        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
+        if (NULL == frag->data) {
+            frag->data = malloc(len);
+            frag->heap_cap = len;
+        }
         if (NULL == frag->data) {
             frag->data = frag->inline_data;
             opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
@@ -178,11 +194,27 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag)
 {
     if (frag->heap) {
-        free(frag->data);
+        void *buf = frag->data;
+        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
+        if (mca_pml_mdq.nspare < MDQ_SPARE_BUFFERS) {
+            mca_pml_mdq.spare[mca_pml_mdq.nspare] = buf;
+            mca_pml_mdq.spare_cap[mca_pml_mdq.nspare] = frag->heap_cap;
+            ++mca_pml_mdq.nspare;
+            buf = NULL;
+        }
+        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
+        free(buf);
         frag->heap = false;
         frag->data = frag->inline_data;
     }
     opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
+}
+
+void mca_pml_mdq_spare_buffers_free(void)
+{
+    while (mca_pml_mdq.nspare > 0) {
+        free(mca_pml_mdq.spare[--mca_pml_mdq.nspare]);
+    }
 }
 
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg)
@@ -289,6 +321,8 @@ int mca_pml_mdq_enable(bool enable)
     OBJ_CONSTRUCT(&mca_pml_mdq.comms, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.nocomm_frags, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&mca_pml_mdq.spare_lock, opal_mutex_t);
+    mca_pml_mdq.nspare = 0;
     mca_pml_mdq.pending_count = 0;
 
     mca_pml_mdq.pool = mdq_match_pool_create();

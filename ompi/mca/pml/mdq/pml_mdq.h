@@ -34,6 +34,8 @@ enum {
     MDQ_RNDV_PIPELINE = 3, /* send/recv fragments only */
 };
 
+#define MDQ_SPARE_BUFFERS 8
+
 /* counters exported as MPI_T pvars */
 typedef struct mca_pml_mdq_counters {
     unsigned long long eager;
@@ -84,6 +86,14 @@ typedef struct mca_pml_mdq_module {
     opal_list_t nocomm_frags;
 
     mca_pml_mdq_counters_t counters;
+
+    /* a few freed heap buffers of large fragments (medium messages) kept
+     * for reuse: a malloc/free per message let glibc hand the pages back
+     * and fault them in again every time */
+    opal_mutex_t spare_lock;
+    int nspare;
+    void *spare[MDQ_SPARE_BUFFERS];
+    size_t spare_cap[MDQ_SPARE_BUFFERS];
 } mca_pml_mdq_module_t;
 
 extern mca_pml_mdq_module_t mca_pml_mdq;
@@ -123,6 +133,7 @@ typedef struct mca_pml_mdq_frag {
     size_t len;                 /* payload bytes stored in data */
     unsigned char *data;
     bool heap;
+    size_t heap_cap;            /* bytes of a heap data buffer */
     struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
     uint64_t msreq;             /* medium assembly: message id (sender, request, sequence) */
     int32_t msrc;
@@ -205,6 +216,7 @@ static inline mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, i
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag);
+void mca_pml_mdq_spare_buffers_free(void);
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg);
 
 /* arrival of a matched message in sequence order handling (recv side) */

@@ -317,6 +317,8 @@ int mca_pml_mdq_component_fini(void)
     (void) mca_pml_base_bsend_fini();
 
     OBJ_DESTRUCT(&mca_pml_mdq.frags);
+    mca_pml_mdq_spare_buffers_free();
+    OBJ_DESTRUCT(&mca_pml_mdq.spare_lock);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_send);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_recv);
     OPAL_LIST_DESTRUCT(&mca_pml_mdq.pending_ctl);
