@@ -210,6 +210,15 @@ static void truncate_test(void)
     free(buf);
 }
 
+/* tests rq for up to secs seconds; true when it completed */
+static int completes_within(MPI_Request *rq, double secs)
+{
+    int flag = 0;
+    double t0 = MPI_Wtime();
+    while (!flag && MPI_Wtime() - t0 < secs) MPI_Test(rq, &flag, MPI_STATUS_IGNORE);
+    return flag;
+}
+
 /* a synchronous medium send completes only after the receive matched */
 static void sync_test(void)
 {
@@ -219,13 +228,10 @@ static void sync_test(void)
         size_t n = ssizes[k];
         if (0 == rank) {
             MPI_Request rq;
-            int flag = 0;
-            double t0;
             fill(buf, n, (int) k);
             MPI_Issend(buf, (int) n, MPI_BYTE, 1, 11, MPI_COMM_WORLD, &rq);
-            t0 = MPI_Wtime();
-            while (MPI_Wtime() - t0 < 0.05 && !flag) MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
-            CHECK(!flag, "Issend of %zu bytes completed before the receive was posted", n);
+            CHECK(!completes_within(&rq, 0.05), "Issend of %zu bytes completed before the "
+                  "receive was posted", n);
             MPI_Barrier(MPI_COMM_WORLD);
             MPI_Wait(&rq, MPI_STATUS_IGNORE);
         } else if (1 == rank) {
