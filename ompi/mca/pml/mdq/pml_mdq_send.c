@@ -689,9 +689,12 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     mca_bml_base_btl_t *bml_btl;
     mca_btl_base_module_t *btl;
     mca_pml_mdq_peer_t *peer;
+    /* header built in place: copying a header written field by field as one
+     * wide load stalls store forwarding */
     union {
         mdq_hdr_match_t m;
         mdq_hdr_medium_t md;
+        unsigned char raw[sizeof(mdq_hdr_match_t) + MDQ_INLINE_COPY_MAX];
     } hdr;
     size_t hsize = sizeof(mdq_hdr_match_t);
     uint8_t proto = MDQ_TAG_EAGER;
@@ -740,15 +743,10 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
 
     if (MDQ_TAG_EAGER == proto && size <= MDQ_INLINE_COPY_MAX) {
         /* small: header and payload as one header block, no convertor */
-        union {
-            mdq_hdr_match_t m;
-            unsigned char raw[sizeof(mdq_hdr_match_t) + MDQ_INLINE_COPY_MAX];
-        } blk;
-        blk.m = hdr.m;
         if (size > 0) {
-            memcpy(blk.raw + sizeof(hdr.m), (const char *) buf + datatype->super.true_lb, size);
+            memcpy(hdr.raw + sizeof(hdr.m), (const char *) buf + datatype->super.true_lb, size);
         }
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &blk, sizeof(hdr.m) + size, 0,
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr.m) + size, 0,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
