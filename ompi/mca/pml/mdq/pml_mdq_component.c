@@ -160,7 +160,7 @@ static int mca_pml_mdq_component_register(void)
 
     mca_pml_mdq.rndv_protocol = MDQ_RNDV_AUTO;
     mdq_register_enum("rndv_protocol",
-                      "Rendezvous protocol above the BTL eager limit: auto and rget use RDMA get "
+                      "Rendezvous protocol above the medium limit (pml_mdq_medium_limit): auto and rget use RDMA get "
                       "when sender and receiver data are contiguous and the BTL supports get, "
                       "then fall back to RDMA put, then to send/receive pipelining; rput never "
                       "uses get; pipeline never uses RDMA",
