@@ -37,7 +37,7 @@ static unsigned long long rd(MPI_T_pvar_handle h)
 int main(int argc, char **argv)
 {
     int provided;
-    MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe;
+    MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe, medium, nocomm;
     unsigned long long e0, a0, rndv0, rndv1;
     test_init(&argc, &argv);
     if (nprocs < 2) { fprintf(stderr, "needs 2 ranks\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
@@ -46,7 +46,8 @@ int main(int argc, char **argv)
     if (find_pvar("pml_mdq_posted_recvq_length", &posted) || find_pvar("pml_mdq_unexpected_msgq_length", &unexp)
         || find_pvar("pml_mdq_match_attempts", &attempts) || find_pvar("pml_mdq_eager_messages", &eager)
         || find_pvar("pml_mdq_rget_messages", &rget) || find_pvar("pml_mdq_rput_messages", &rput)
-        || find_pvar("pml_mdq_pipeline_messages", &pipe)) {
+        || find_pvar("pml_mdq_pipeline_messages", &pipe) || find_pvar("pml_mdq_medium_messages", &medium)
+        || find_pvar("pml_mdq_held_nocomm", &nocomm)) {
         return test_finish();
     }
 
@@ -101,6 +102,24 @@ int main(int argc, char **argv)
         if (0 == rank && getenv("PT2PT_PVARS_VERBOSE"))
             printf("eager %llu rget %llu rput %llu pipeline %llu attempts %llu\n", rd(eager), rd(rget),
                    rd(rput), rd(pipe), rd(attempts));
+        free(buf);
+    }
+
+    /* medium counter (sender): 8000 B is medium on vader (eager 4 KiB, one
+     * 32 KiB piece), 100000 B on tcp (eager 64 KiB, one 128 KiB piece) */
+    {
+        unsigned long long m0 = rd(medium);
+        char *buf = calloc(100000, 1);
+        if (1 == rank) {
+            MPI_Send(buf, 8000, MPI_CHAR, 0, 70, MPI_COMM_WORLD);
+            MPI_Send(buf, 100000, MPI_CHAR, 0, 71, MPI_COMM_WORLD);
+            CHECK(rd(medium) >= m0 + 1, "medium counter %llu after two medium-size sends (before %llu)",
+                  rd(medium), m0);
+        } else if (0 == rank) {
+            MPI_Recv(buf, 8000, MPI_CHAR, 1, 70, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, 100000, MPI_CHAR, 1, 71, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        (void) rd(nocomm);
         free(buf);
     }
     MPI_T_pvar_session_free(&session);

@@ -57,6 +57,7 @@ static void mdq_comm_construct(mca_pml_mdq_comm_t *mc)
     mc->queue = NULL;
     mc->npages = 0;
     mc->pages = NULL;
+    OBJ_CONSTRUCT(&mc->medium, opal_list_t);
 }
 
 static void mdq_comm_destruct(mca_pml_mdq_comm_t *mc)
@@ -76,6 +77,13 @@ static void mdq_comm_destruct(mca_pml_mdq_comm_t *mc)
         free(page);
     }
     free((void *) mc->pages);
+    {
+        opal_list_item_t *it;
+        while (NULL != (it = opal_list_remove_first(&mc->medium))) {
+            mca_pml_mdq_frag_release((mca_pml_mdq_frag_t *) it);
+        }
+        OBJ_DESTRUCT(&mc->medium);
+    }
     if (NULL != mc->queue) {
         mdq_match_queue_destroy(mc->queue);
     }
@@ -95,12 +103,12 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_frag_t, opal_free_list_item_t, mdq_frag_construct
 
 /* ---- sparse per-peer state ---- */
 
-mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
+mca_pml_mdq_peer_t *mca_pml_mdq_peer_page_alloc(mca_pml_mdq_comm_t *mc, int rank)
 {
     uint32_t p = (uint32_t) rank >> MDQ_PEER_PAGE_SHIFT;
     mca_pml_mdq_peer_t *page = mc->pages[p];
 
-    if (OPAL_UNLIKELY(NULL == page)) {
+    if (NULL == page) {
         OPAL_THREAD_LOCK(&mc->lock);
         page = mc->pages[p];
         if (NULL == page) {
@@ -122,20 +130,33 @@ mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
 
 /* ---- fragment copies ---- */
 
-mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size)
+/* a fragment with room for len payload bytes (inline up to max_eager) */
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len)
 {
     mca_pml_mdq_frag_t *frag = (mca_pml_mdq_frag_t *) opal_free_list_get(&mca_pml_mdq.frags);
-    unsigned char *dst;
 
     if (OPAL_UNLIKELY(NULL == frag)) {
         return NULL;
     }
-    frag->type = msg->type;
-    frag->btl = msg->btl;
-    frag->len = msg->len;
-    memcpy(frag->hdr.raw, msg->hdr, hdr_size);
-    if (msg->len > mca_pml_mdq.max_eager) {
-        frag->data = malloc(msg->len);
+    frag->len = len;
+    if (len > mca_pml_mdq.max_eager) {
+        frag->data = NULL;
+        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
+        for (int i = 0; i < mca_pml_mdq.nspare; ++i) {
+            if (mca_pml_mdq.spare_cap[i] >= len) {
+                frag->data = mca_pml_mdq.spare[i];
+                frag->heap_cap = mca_pml_mdq.spare_cap[i];
+                --mca_pml_mdq.nspare;
+                mca_pml_mdq.spare[i] = mca_pml_mdq.spare[mca_pml_mdq.nspare];
+                mca_pml_mdq.spare_cap[i] = mca_pml_mdq.spare_cap[mca_pml_mdq.nspare];
+                break;
+            }
+        }
+        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
+        if (NULL == frag->data) {
+            frag->data = malloc(len);
+            frag->heap_cap = len;
+        }
         if (NULL == frag->data) {
             frag->data = frag->inline_data;
             opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
@@ -146,6 +167,20 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
         frag->data = frag->inline_data;
         frag->heap = false;
     }
+    return frag;
+}
+
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size)
+{
+    mca_pml_mdq_frag_t *frag = mca_pml_mdq_frag_alloc(msg->len);
+    unsigned char *dst;
+
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->type = msg->type;
+    frag->btl = msg->btl;
+    memcpy(frag->hdr.raw, msg->hdr, hdr_size);
     dst = frag->data;
     for (uint32_t i = 0; i < msg->iov_count; ++i) {
         memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
@@ -159,11 +194,27 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag)
 {
     if (frag->heap) {
-        free(frag->data);
+        void *buf = frag->data;
+        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
+        if (mca_pml_mdq.nspare < MDQ_SPARE_BUFFERS) {
+            mca_pml_mdq.spare[mca_pml_mdq.nspare] = buf;
+            mca_pml_mdq.spare_cap[mca_pml_mdq.nspare] = frag->heap_cap;
+            ++mca_pml_mdq.nspare;
+            buf = NULL;
+        }
+        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
+        free(buf);
         frag->heap = false;
         frag->data = frag->inline_data;
     }
     opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
+}
+
+void mca_pml_mdq_spare_buffers_free(void)
+{
+    while (mca_pml_mdq.nspare > 0) {
+        free(mca_pml_mdq.spare[--mca_pml_mdq.nspare]);
+    }
 }
 
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg)
@@ -192,6 +243,8 @@ int mca_pml_mdq_register_callbacks(void)
         {MDQ_TAG_CTS, mca_pml_mdq_cb_cts},
         {MDQ_TAG_FRAG, mca_pml_mdq_cb_frag},
         {MDQ_TAG_FIN, mca_pml_mdq_cb_fin},
+        {MDQ_TAG_MEDIUM, mca_pml_mdq_cb_matched},
+        {MDQ_TAG_MFRAG, mca_pml_mdq_cb_mfrag},
     };
     if (mca_pml_mdq.registered) {
         return OMPI_SUCCESS;
@@ -268,6 +321,8 @@ int mca_pml_mdq_enable(bool enable)
     OBJ_CONSTRUCT(&mca_pml_mdq.comms, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.nocomm_frags, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&mca_pml_mdq.spare_lock, opal_mutex_t);
+    mca_pml_mdq.nspare = 0;
     mca_pml_mdq.pending_count = 0;
 
     mca_pml_mdq.pool = mdq_match_pool_create();
@@ -303,7 +358,9 @@ int mca_pml_mdq_enable(bool enable)
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    opal_progress_register(mca_pml_mdq_progress);
+    /* only retries of resource-starved work: low priority keeps it off the
+     * polling path of every opal_progress call */
+    opal_progress_register_lp(mca_pml_mdq_progress);
     mca_pml_mdq.enabled = true;
     return OMPI_SUCCESS;
 }
@@ -328,8 +385,7 @@ void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t 
     if (NULL != comm && NULL != comm->c_pml_comm) {
         /* add_comm ran meanwhile */
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.comms_lock);
-        mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_of(comm), (mca_pml_mdq_msg_t *) msg,
-                                         hdr_size);
+        mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_of(comm), (mca_pml_mdq_msg_t *) msg, hdr_size);
         return;
     }
     nf = OBJ_NEW(mdq_nocomm_frag_t);
@@ -364,7 +420,7 @@ void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc)
     while (NULL != (nf = (mdq_nocomm_frag_t *) opal_list_remove_first(&mine))) {
         mca_pml_mdq_msg_t msg;
         mca_pml_mdq_frag_to_msg(nf->frag, &msg);
-        mca_pml_mdq_recv_matched_arrival(mc, &msg, mca_pml_mdq_hdr_size(msg.type, msg.hdr));
+        mca_pml_mdq_recv_arrival(mc, &msg, mca_pml_mdq_hdr_size(msg.type, msg.hdr));
         mca_pml_mdq_frag_release(nf->frag);
         OBJ_RELEASE(nf);
     }

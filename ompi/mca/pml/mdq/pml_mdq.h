@@ -34,9 +34,12 @@ enum {
     MDQ_RNDV_PIPELINE = 3, /* send/recv fragments only */
 };
 
+#define MDQ_SPARE_BUFFERS 8
+
 /* counters exported as MPI_T pvars */
 typedef struct mca_pml_mdq_counters {
     unsigned long long eager;
+    unsigned long long medium;
     unsigned long long rget;
     unsigned long long rput;
     unsigned long long pipeline;
@@ -59,6 +62,7 @@ typedef struct mca_pml_mdq_module {
     int free_list_max;
     int free_list_inc;
     int max_outstanding_frags;
+    int medium_limit; /* -1: per BTL (see mca_pml_mdq_medium_limit), 0: no medium protocol */
 
     int output;
     bool enabled;
@@ -82,6 +86,14 @@ typedef struct mca_pml_mdq_module {
     opal_list_t nocomm_frags;
 
     mca_pml_mdq_counters_t counters;
+
+    /* a few freed heap buffers of large fragments (medium messages) kept
+     * for reuse: a malloc/free per message let glibc hand the pages back
+     * and fault them in again every time */
+    opal_mutex_t spare_lock;
+    int nspare;
+    void *spare[MDQ_SPARE_BUFFERS];
+    size_t spare_cap[MDQ_SPARE_BUFFERS];
 } mca_pml_mdq_module_t;
 
 extern mca_pml_mdq_module_t mca_pml_mdq;
@@ -105,6 +117,7 @@ typedef struct mca_pml_mdq_comm {
     uint32_t cid;
     uint32_t size; /* remote group size */
     mdq_match_queue_t *queue;
+    opal_list_t medium; /* medium messages still missing pieces (any sender) */
     /* sparse peer table: pages allocated on first contact */
     uint32_t npages;
     mca_pml_mdq_peer_t *volatile *pages;
@@ -120,11 +133,17 @@ typedef struct mca_pml_mdq_frag {
     size_t len;                 /* payload bytes stored in data */
     unsigned char *data;
     bool heap;
+    size_t heap_cap;            /* bytes of a heap data buffer */
     struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
+    uint64_t msreq;             /* medium assembly: message id (sender, request, sequence) */
+    int32_t msrc;
+    uint16_t mseq;
+    size_t arrived;             /* medium assembly: payload bytes arrived so far */
     union {
         mdq_hdr_match_t m;
         mdq_hdr_sync_t s;
         mdq_hdr_rts_t r;
+        mdq_hdr_medium_t md;
         unsigned char raw[MDQ_HDR_MAX_MATCHED];
     } hdr;
     unsigned char inline_data[];
@@ -181,16 +200,31 @@ int mca_pml_mdq_start(size_t count, ompi_request_t **requests);
 
 /* ---- shared internals ---- */
 int mca_pml_mdq_register_callbacks(void);
-mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank);
+mca_pml_mdq_peer_t *mca_pml_mdq_peer_page_alloc(mca_pml_mdq_comm_t *mc, int rank);
+
+/* ordering state of rank; its page is allocated on first contact */
+static inline mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, int rank)
+{
+    mca_pml_mdq_peer_t *page = mc->pages[(uint32_t) rank >> MDQ_PEER_PAGE_SHIFT];
+    if (OPAL_LIKELY(NULL != page)) {
+        return &page[(uint32_t) rank & (MDQ_PEER_PAGE - 1)];
+    }
+    return mca_pml_mdq_peer_page_alloc(mc, rank);
+}
 
 /* fragment copies */
+mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag);
+void mca_pml_mdq_spare_buffers_free(void);
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg);
 
 /* arrival of a matched message in sequence order handling (recv side) */
 void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
-                                      size_t hdr_size);
+                                      size_t hdr_size, mca_pml_mdq_frag_t *owned);
+/* any arrival for a known communicator: a matched message or a medium piece */
+void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size);
+void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg);
 void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc);
 void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 
@@ -213,6 +247,8 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata);
 void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                          mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata);
 void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata);
 
@@ -229,9 +265,26 @@ static inline size_t mca_pml_mdq_hdr_size(uint8_t type, const mdq_hdr_match_t *h
         return sizeof(mdq_hdr_match_t);
     case MDQ_TAG_EAGER_SYNC:
         return sizeof(mdq_hdr_sync_t);
+    case MDQ_TAG_MEDIUM:
+        return sizeof(mdq_hdr_medium_t);
+    case MDQ_TAG_MFRAG:
+        return sizeof(mdq_hdr_mfrag_t);
     default:
         return sizeof(mdq_hdr_rts_t) + ((const mdq_hdr_rts_t *) hdr)->hlen;
     }
+}
+
+/* Largest message sent with the medium protocol over btl (0: none). By
+ * default one max-send-size piece: above that, RGET's single copy beats
+ * copying through fragments (measured on vader, see README). */
+static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
+{
+    if (mca_pml_mdq.medium_limit >= 0) {
+        return (size_t) mca_pml_mdq.medium_limit;
+    }
+    return btl->btl_max_send_size > sizeof(mdq_hdr_medium_t)
+               ? btl->btl_max_send_size - sizeof(mdq_hdr_medium_t)
+               : 0;
 }
 
 #define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)

@@ -160,7 +160,7 @@ static int mca_pml_mdq_component_register(void)
 
     mca_pml_mdq.rndv_protocol = MDQ_RNDV_AUTO;
     mdq_register_enum("rndv_protocol",
-                      "Rendezvous protocol above the BTL eager limit: auto and rget use RDMA get "
+                      "Rendezvous protocol above the medium limit (pml_mdq_medium_limit): auto and rget use RDMA get "
                       "when sender and receiver data are contiguous and the BTL supports get, "
                       "then fall back to RDMA put, then to send/receive pipelining; rput never "
                       "uses get; pipeline never uses RDMA",
@@ -219,6 +219,16 @@ static int mca_pml_mdq_component_register(void)
                      "Maximum pipeline fragments in flight per send request", OPAL_INFO_LVL_9,
                      &mca_pml_mdq.max_outstanding_frags);
 
+    mca_pml_mdq.medium_limit = -1;
+    mdq_register_int("medium_limit",
+                     "Largest message (bytes) sent with the medium protocol: above the BTL eager "
+                     "limit and up to this size a message is sent without handshake in pieces of "
+                     "at most the BTL max send size and buffered by the receiver when "
+                     "unexpected; larger messages use the rendezvous. -1: per BTL, one piece "
+                     "(btl_max_send_size minus the 32-byte medium header, 32 KiB on vader); "
+                     "0: no medium protocol (rendezvous right above the eager limit)",
+                     OPAL_INFO_LVL_5, &mca_pml_mdq.medium_limit);
+
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
                            "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
     mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "
@@ -230,6 +240,8 @@ static int mca_pml_mdq_component_register(void)
                            MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_VISITS);
     mdq_register_counter_pvar("eager_messages", "Messages sent with the eager protocol (counted by the sender)",
                               &mca_pml_mdq.counters.eager);
+    mdq_register_counter_pvar("medium_messages", "Messages sent with the medium protocol (counted by the sender)",
+                              &mca_pml_mdq.counters.medium);
     mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get (counted by the receiver)",
                               &mca_pml_mdq.counters.rget);
     mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put (counted by the sender)",
@@ -238,9 +250,8 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.pipeline);
     mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
                               "was due", &mca_pml_mdq.counters.held_ooo);
-    mdq_register_counter_pvar("held_no_comm", "Fragments held because they arrived for a "
-                              "communicator this process had not created yet",
-                              &mca_pml_mdq.counters.held_nocomm);
+    mdq_register_counter_pvar("held_nocomm", "Messages held because they arrived before their "
+                              "communicator was created here", &mca_pml_mdq.counters.held_nocomm);
     return OMPI_SUCCESS;
 }
 
@@ -306,6 +317,8 @@ int mca_pml_mdq_component_fini(void)
     (void) mca_pml_base_bsend_fini();
 
     OBJ_DESTRUCT(&mca_pml_mdq.frags);
+    mca_pml_mdq_spare_buffers_free();
+    OBJ_DESTRUCT(&mca_pml_mdq.spare_lock);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_send);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_recv);
     OPAL_LIST_DESTRUCT(&mca_pml_mdq.pending_ctl);

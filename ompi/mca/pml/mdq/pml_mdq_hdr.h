@@ -19,12 +19,15 @@
 #define MDQ_TAG_CTS        (MCA_BTL_TAG_PML + 5) /* to sender: put into my buffer / stream frags */
 #define MDQ_TAG_FRAG       (MCA_BTL_TAG_PML + 6) /* pipeline data fragment */
 #define MDQ_TAG_FIN        (MCA_BTL_TAG_PML + 7) /* to receiver: RPUT finished */
+#define MDQ_TAG_MEDIUM     (MCA_BTL_TAG_PML + 8) /* medium hdr + first piece of the payload */
+#define MDQ_TAG_MFRAG      (MCA_BTL_TAG_PML + 9) /* medium continuation piece */
 #define MDQ_TAG_FIRST MDQ_TAG_EAGER
-#define MDQ_TAG_LAST MDQ_TAG_FIN
+#define MDQ_TAG_LAST MDQ_TAG_MFRAG
 
 /* match-header flags */
 #define MDQ_HDR_F_GET    0x1 /* RTS carries a registered source address for btl_get */
 #define MDQ_HDR_F_CONTIG 0x2 /* sender data is contiguous: RPUT possible */
+#define MDQ_HDR_F_SYNC   0x4 /* medium: synchronous send, the receiver acks on match */
 
 /* largest registration handle carried inline in RTS/CTS */
 #define MDQ_MAX_HANDLE 64
@@ -51,6 +54,26 @@ typedef struct mdq_hdr_rts {
     uint32_t pad;
     /* registration handle follows */
 } mdq_hdr_rts_t;
+
+/* Medium message: sent without handshake in pieces of at most the BTL's
+ * max send size. The first piece carries the match header; every piece
+ * names the message by (sender request, sequence) and carries the total
+ * length, so the receiver can assemble pieces in any arrival order. */
+typedef struct mdq_hdr_medium {
+    mdq_hdr_match_t m;
+    uint64_t sreq;   /* sender request: message id, and ACK target when MDQ_HDR_F_SYNC */
+    uint64_t length; /* packed message bytes */
+} mdq_hdr_medium_t;
+
+typedef struct mdq_hdr_mfrag {
+    uint32_t cid;
+    int32_t src;
+    uint64_t sreq;
+    uint64_t offset;
+    uint64_t length; /* whole message */
+    uint16_t seq;    /* of the message (with sreq: the message id) */
+    uint16_t pad[3];
+} mdq_hdr_mfrag_t;
 
 /* ACK: the receiver matched an eager-sync message, or finished its RGET */
 typedef struct mdq_hdr_ack {

@@ -126,15 +126,7 @@ int mca_pml_mdq_imrecv(void *buf, size_t count, ompi_datatype_t *datatype,
     }
     mca_pml_mdq_recv_request_init(req, buf, count, datatype, frag->hdr.m.src, frag->hdr.m.tag,
                                   msg->comm, false);
-    MCA_PML_BASE_RECV_START(&req->req_recv);
-    req->released = 0;
-    req->events = 1;
-    req->received = 0;
-    req->length = 0;
-    req->offset = 0;
-    req->pending_op = MDQ_PENDING_NONE;
-    req->local_handle = NULL;
-    req->rdma_btl = NULL;
+    mca_pml_mdq_recv_request_reset(req);
 
     *request = &req->req_recv.req_base.req_ompi;
     ompi_message_return(msg);
@@ -154,11 +146,5 @@ int mca_pml_mdq_mrecv(void *buf, size_t count, ompi_datatype_t *datatype,
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    ompi_request_wait_completion(request);
-    if (MPI_STATUS_IGNORE != status) {
-        OMPI_COPY_STATUS(status, request->req_status, false);
-    }
-    rc = request->req_status.MPI_ERROR;
-    ompi_request_free(&request);
-    return rc;
+    return mca_pml_mdq_wait_and_free(request, status);
 }

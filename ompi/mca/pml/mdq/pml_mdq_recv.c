@@ -19,14 +19,13 @@
 #define MDQ_ITEM_TO_FRAG(it) \
     ((mca_pml_mdq_frag_t *) ((char *) (it) - offsetof(mca_pml_mdq_frag_t, item)))
 
-static int mdq_recv_request_free(ompi_request_t **request);
 static int mdq_recv_request_cancel(ompi_request_t *request, int complete);
 
 static void mdq_recv_request_construct(mca_pml_mdq_recv_request_t *req)
 {
     req->req_recv.req_base.req_type = MCA_PML_REQUEST_RECV;
     req->req_recv.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
-    req->req_recv.req_base.req_ompi.req_free = mdq_recv_request_free;
+    req->req_recv.req_base.req_ompi.req_free = mca_pml_mdq_request_free;
     req->req_recv.req_base.req_ompi.req_cancel = mdq_recv_request_cancel;
     req->req_recv.req_base.req_ompi.req_start = mca_pml_mdq_start;
     req->local_handle = NULL;
@@ -39,25 +38,7 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_recv_request_t, mca_pml_base_recv_request_t,
 
 static void mdq_recv_request_release(mca_pml_mdq_recv_request_t *req)
 {
-    int32_t expected = 0;
-    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&req->released, &expected, 1)) {
-        return;
-    }
-    MCA_PML_BASE_RECV_REQUEST_FINI(&req->req_recv);
-    opal_free_list_return(&mca_pml_base_recv_requests, (opal_free_list_item_t *) req);
-}
-
-static int mdq_recv_request_free(ompi_request_t **request)
-{
-    mca_pml_mdq_recv_request_t *req = (mca_pml_mdq_recv_request_t *) *request;
-
-    req->req_recv.req_base.req_free_called = true;
-    opal_atomic_mb();
-    if (req->req_recv.req_base.req_pml_complete) {
-        mdq_recv_request_release(req);
-    }
-    *request = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
+    mca_pml_mdq_request_release(&req->req_recv.req_base);
 }
 
 static void mdq_recv_request_pml_complete(mca_pml_mdq_recv_request_t *req)
@@ -66,11 +47,7 @@ static void mdq_recv_request_pml_complete(mca_pml_mdq_recv_request_t *req)
         mca_bml_base_deregister_mem(req->rdma_btl, req->local_handle);
         req->local_handle = NULL;
     }
-    req->req_recv.req_base.req_pml_complete = true;
-    opal_atomic_wmb();
-    ompi_request_complete(&req->req_recv.req_base.req_ompi, true);
-    opal_atomic_mb();
-    if (req->req_recv.req_base.req_free_called) {
+    if (mdq_request_pml_done(&req->req_recv.req_base, true)) {
         mdq_recv_request_release(req);
     }
 }
@@ -120,11 +97,22 @@ void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, s
 
     MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
                                    persistent);
+    req->mc = mca_pml_mdq_comm_of(comm);
+    if (OPAL_LIKELY(ompi_datatype_is_contiguous_memory_layout(datatype, count))) {
+        /* homogeneous contiguous data needs no convertor: copies and RDMA
+         * use the buffer directly */
+        req->contig = true;
+        req->base = (char *) buf + datatype->super.true_lb;
+        req->capacity = datatype->super.size * count;
+        return;
+    }
     opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
                                              &datatype->super, count, buf, 0, conv);
     opal_convertor_get_packed_size(conv, &req->capacity);
     req->contig = !opal_convertor_need_buffers(conv);
-    req->mc = mca_pml_mdq_comm_of(comm);
+    if (req->contig) {
+        opal_convertor_get_current_pointer(conv, (void **) &req->base);
+    }
 }
 
 /* ---- delivery ---- */
@@ -166,12 +154,9 @@ static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec 
         return;
     }
     if (req->contig) {
-        char *base = NULL;
         size_t off = offset_in_msg;
-        opal_convertor_get_current_pointer(conv, (void **) &base);
-        base -= conv->bConverted;
         for (uint32_t i = 0; i < n; ++i) {
-            memcpy(base + off, iov[i].iov_base, iov[i].iov_len);
+            memcpy(req->base + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
         return;
@@ -237,11 +222,8 @@ int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
 {
     mca_bml_base_btl_t *rdma = req->rdma_btl;
     mca_btl_base_module_t *btl = rdma->btl;
-    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
-    char *base = NULL;
+    char *base = req->base; /* RGET is only used for contiguous receives */
 
-    opal_convertor_get_current_pointer(conv, (void **) &base);
-    base -= conv->bConverted;
     if (NULL != btl->btl_register_mem && NULL == req->local_handle
         && req->length >= btl->btl_get_local_registration_threshold) {
         mca_bml_base_register_mem(rdma, base, req->length, MCA_BTL_REG_FLAG_LOCAL_WRITE,
@@ -301,13 +283,12 @@ void mca_pml_mdq_recv_request_schedule(mca_pml_mdq_recv_request_t *req)
 static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_base_module_t *rbtl)
 {
     mca_bml_base_btl_t *rdma = NULL, *ctl;
-    opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
     union {
         mdq_hdr_cts_t c;
         unsigned char raw[sizeof(mdq_hdr_cts_t) + MDQ_MAX_HANDLE];
     } hdr;
     size_t hlen = 0;
-    char *base = NULL;
+    char *base = req->base; /* RPUT is only used for contiguous receives */
     (void) rbtl;
 
     for (size_t i = 0; i < mca_bml_base_btl_array_get_size(&req->ep->btl_rdma); ++i) {
@@ -322,8 +303,6 @@ static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_b
         return false;
     }
     ctl = mca_bml_base_btl_array_find(&req->ep->btl_eager, rdma->btl);
-    opal_convertor_get_current_pointer(conv, (void **) &base);
-    base -= conv->bConverted;
     if (NULL != rdma->btl->btl_register_mem) {
         hlen = rdma->btl->btl_registration_handle_size;
         if (hlen > MDQ_MAX_HANDLE) {
@@ -392,10 +371,13 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
         mdq_recv_request_rts(req, msg);
         return;
     }
-    if (MDQ_TAG_EAGER_SYNC == msg->type) {
-        const mdq_hdr_sync_t *sh = (const mdq_hdr_sync_t *) msg->hdr;
-        mdq_hdr_ack_t ack = {.sreq = sh->sreq};
-        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, sh->m.src);
+    if (OPAL_UNLIKELY(MDQ_TAG_EAGER_SYNC == msg->type
+                      || (MDQ_TAG_MEDIUM == msg->type && (msg->hdr->flags & MDQ_HDR_F_SYNC)))) {
+        /* synchronous send: tell the sender we matched */
+        mdq_hdr_ack_t ack = {.sreq = MDQ_TAG_MEDIUM == msg->type
+                                         ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
+                                         : ((const mdq_hdr_sync_t *) msg->hdr)->sreq};
+        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, msg->hdr->src);
         if (OPAL_LIKELY(NULL != ep)) {
             (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
         }
@@ -431,8 +413,11 @@ static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const m
     return NULL;
 }
 
+/* A complete matched message in from the wire. owned: the message already
+ * sits in a fragment (an assembled medium message) that is queued as is or
+ * released after delivery, instead of copied. */
 void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg,
-                                      size_t hdr_size)
+                                      size_t hdr_size, mca_pml_mdq_frag_t *owned)
 {
     const mdq_hdr_match_t *hdr = msg->hdr;
     mca_pml_mdq_peer_t *peer;
@@ -443,6 +428,9 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     if (OPAL_UNLIKELY(hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
         opal_output(0, "pml:mdq: dropping message with bad source %d on cid %u", hdr->src,
                     mc->cid);
+        if (NULL != owned) {
+            mca_pml_mdq_frag_release(owned);
+        }
         return;
     }
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
@@ -454,7 +442,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     OPAL_THREAD_LOCK(&mc->lock);
     if (OPAL_UNLIKELY(hdr->seq != peer->expect_seq)) {
         /* overtook an earlier message (several BTLs): hold it */
-        mca_pml_mdq_frag_t *frag = mca_pml_mdq_frag_copy(msg, hdr_size);
+        mca_pml_mdq_frag_t *frag = NULL != owned ? owned : mca_pml_mdq_frag_copy(msg, hdr_size);
         if (OPAL_UNLIKELY(NULL == frag)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
             ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
@@ -465,7 +453,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         OPAL_THREAD_UNLOCK(&mc->lock);
         return;
     }
-    req = mdq_match_msg(mc, msg, hdr_size, NULL);
+    req = mdq_match_msg(mc, msg, hdr_size, owned);
     peer->expect_seq++;
 
     while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
@@ -498,6 +486,9 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
 
     if (NULL != req) {
         mca_pml_mdq_recv_request_deliver(req, msg);
+        if (NULL != owned) {
+            mca_pml_mdq_frag_release(owned);
+        }
     }
     if (have_ready) {
         mca_pml_mdq_frag_t *frag;
@@ -560,7 +551,118 @@ void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         mca_pml_mdq_hold_nocomm(hdr->cid, &msg, hsize);
         return;
     }
-    mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize);
+    if (MDQ_TAG_MEDIUM == tag && ((const mdq_hdr_medium_t *) hdr)->length != msg.len) {
+        mca_pml_mdq_medium_piece(mc, &msg);
+        return;
+    }
+    mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize, NULL);
+}
+
+void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size)
+{
+    if (MDQ_TAG_MFRAG == msg->type
+        || (MDQ_TAG_MEDIUM == msg->type
+            && ((const mdq_hdr_medium_t *) msg->hdr)->length != msg->len)) {
+        mca_pml_mdq_medium_piece(mc, msg);
+        return;
+    }
+    mca_pml_mdq_recv_matched_arrival(mc, msg, hdr_size, NULL);
+}
+
+/* the continuation header keeps cid and src where the match header has them,
+ * so the no-communicator path can treat both alike */
+_Static_assert(offsetof(mdq_hdr_mfrag_t, cid) == offsetof(mdq_hdr_match_t, cid)
+                   && offsetof(mdq_hdr_mfrag_t, src) == offsetof(mdq_hdr_match_t, src),
+               "mfrag header must start like the match header");
+
+void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_mfrag_t *fh = (const mdq_hdr_mfrag_t *) des->des_segments[0].seg_addr.pval;
+    ompi_communicator_t *comm = ompi_comm_lookup(fh->cid);
+    mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
+    mca_pml_mdq_msg_t msg;
+    (void) tag;
+    (void) cbdata;
+
+    msg.hdr = (const mdq_hdr_match_t *) fh;
+    mdq_msg_from_des(&msg, MDQ_TAG_MFRAG, btl, des, sizeof(*fh));
+    if (OPAL_UNLIKELY(NULL == mc)) {
+        mca_pml_mdq_hold_nocomm(fh->cid, &msg, sizeof(*fh));
+        return;
+    }
+    mca_pml_mdq_medium_piece(mc, &msg);
+}
+
+/* One piece of a medium message that needs several. Pieces are collected
+ * in an assembly fragment (keyed by sender request and sequence, created by
+ * whichever piece comes first) and the complete message then takes the
+ * normal matched-arrival path, so ordering, matching, probe and truncation
+ * work as for eager messages. */
+void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg)
+{
+    bool first = MDQ_TAG_MEDIUM == msg->type;
+    const mdq_hdr_medium_t *mh = (const mdq_hdr_medium_t *) msg->hdr;
+    const mdq_hdr_mfrag_t *fh = (const mdq_hdr_mfrag_t *) msg->hdr;
+    int src = first ? mh->m.src : fh->src;
+    uint64_t sreq = first ? mh->sreq : fh->sreq;
+    uint16_t seq = first ? mh->m.seq : fh->seq;
+    size_t total = first ? mh->length : fh->length;
+    size_t offset = first ? 0 : fh->offset;
+    mca_pml_mdq_frag_t *as = NULL, *f;
+    unsigned char *dst;
+    bool complete;
+
+    if (OPAL_UNLIKELY(src < 0 || (uint32_t) src >= mc->size || offset > total
+                      || msg->len > total - offset)) {
+        opal_output(0, "pml:mdq: dropping bad medium piece (source %d, offset %zu, %zu of %zu "
+                    "bytes) on cid %u", src, offset, msg->len, total, mc->cid);
+        return;
+    }
+    OPAL_THREAD_LOCK(&mc->lock);
+    OPAL_LIST_FOREACH (f, &mc->medium, mca_pml_mdq_frag_t) {
+        if (f->msreq == sreq && f->mseq == seq && f->msrc == src) {
+            as = f;
+            break;
+        }
+    }
+    if (NULL == as) {
+        as = mca_pml_mdq_frag_alloc(total);
+        if (OPAL_UNLIKELY(NULL == as)) {
+            OPAL_THREAD_UNLOCK(&mc->lock);
+            opal_output(0, "pml:mdq: out of memory assembling a medium message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return;
+        }
+        as->type = MDQ_TAG_MEDIUM;
+        as->btl = msg->btl;
+        as->msreq = sreq;
+        as->mseq = seq;
+        as->msrc = src;
+        as->arrived = 0;
+        opal_list_append(&mc->medium, &as->super.super);
+    }
+    if (first) {
+        memcpy(as->hdr.raw, mh, sizeof(*mh));
+        as->btl = msg->btl;
+    }
+    dst = as->data + offset;
+    for (uint32_t i = 0; i < msg->iov_count; ++i) {
+        memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
+        dst += msg->iov[i].iov_len;
+    }
+    as->arrived += msg->len;
+    complete = as->arrived == total;
+    if (complete) {
+        opal_list_remove_item(&mc->medium, &as->super.super);
+    }
+    OPAL_THREAD_UNLOCK(&mc->lock);
+
+    if (complete) {
+        mca_pml_mdq_msg_t whole;
+        mca_pml_mdq_frag_to_msg(as, &whole);
+        mca_pml_mdq_recv_matched_arrival(mc, &whole, sizeof(mdq_hdr_medium_t), as);
+    }
 }
 
 void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
@@ -615,20 +717,7 @@ int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
     mca_pml_mdq_frag_t *frag;
     mca_pml_mdq_msg_t msg;
 
-    MCA_PML_BASE_RECV_START(&req->req_recv);
-    if (req->req_recv.req_base.req_ompi.req_persistent
-        && 0 != req->req_recv.req_base.req_convertor.bConverted) {
-        size_t zero = 0;
-        opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);
-    }
-    req->released = 0;
-    req->events = 1;
-    req->received = 0;
-    req->length = 0;
-    req->offset = 0;
-    req->pending_op = MDQ_PENDING_NONE;
-    req->local_handle = NULL;
-    req->rdma_btl = NULL;
+    mca_pml_mdq_recv_request_reset(req);
     req->item.rank = req->req_recv.req_base.req_peer;
     req->item.tag = req->req_recv.req_base.req_tag;
     if (OPAL_UNLIKELY(NULL == mc)) {
@@ -691,13 +780,7 @@ int mca_pml_mdq_recv(void *buf, size_t count, ompi_datatype_t *datatype, int src
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         return rc;
     }
-    ompi_request_wait_completion(request);
-    if (MPI_STATUS_IGNORE != status) {
-        OMPI_COPY_STATUS(status, request->req_status, false);
-    }
-    rc = request->req_status.MPI_ERROR;
-    ompi_request_free(&request);
-    return rc;
+    return mca_pml_mdq_wait_and_free(request, status);
 }
 
 /* ---- persistent start ---- */

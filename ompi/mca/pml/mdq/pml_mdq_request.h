@@ -57,7 +57,8 @@ typedef struct mca_pml_mdq_recv_request {
     volatile int32_t released;
     volatile int32_t rdma_pending; /* gets in flight + 1 while scheduling */
     int32_t pending_op;
-    bool contig;
+    bool contig;                   /* contiguous: no convertor, data goes to base */
+    char *base;                    /* contiguous: first byte of the buffer */
     size_t capacity;               /* packed bytes the buffer can take */
     size_t length;                 /* bytes to receive: min(message, capacity) */
     volatile size_t received;   /* pipeline bytes so far */
@@ -71,6 +72,95 @@ typedef struct mca_pml_mdq_recv_request {
 } mca_pml_mdq_recv_request_t;
 OBJ_CLASS_DECLARATION(mca_pml_mdq_recv_request_t);
 
+/* ---- completion and release, for send and receive requests ----
+ * A request returns to its free list once both the PML (completion) and
+ * the user (free, or the end of a blocking call) are done with it; the one
+ * that comes last releases it. Fences and the atomic claim only matter when
+ * threads are in use: without them every path runs in one thread. */
+static inline void mdq_request_fence(void)
+{
+    if (opal_using_threads()) {
+        opal_atomic_mb();
+    }
+}
+
+/* true for the single caller that must return the request to its list */
+static inline bool mdq_request_claim(volatile int32_t *released)
+{
+    if (opal_using_threads()) {
+        int32_t expected = 0;
+        return OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(released, &expected, 1);
+    }
+    if (*released) {
+        return false;
+    }
+    *released = 1;
+    return true;
+}
+
+/* user side; true when the PML is done as well */
+static inline bool mdq_request_user_done(mca_pml_base_request_t *base)
+{
+    base->req_free_called = true;
+    mdq_request_fence();
+    return base->req_pml_complete;
+}
+
+/* PML side: completes the MPI request unless signal is false (buffered
+ * sends completed it at start); true when the user is done as well */
+static inline bool mdq_request_pml_done(mca_pml_base_request_t *base, bool signal)
+{
+    base->req_pml_complete = true;
+    opal_atomic_wmb();
+    if (signal) {
+        ompi_request_complete(&base->req_ompi, true);
+    }
+    mdq_request_fence();
+    return base->req_free_called;
+}
+
+/* back to the free list, once (see mdq_request_claim) */
+static inline void mca_pml_mdq_request_release(mca_pml_base_request_t *base)
+{
+    if (MCA_PML_REQUEST_SEND == base->req_type) {
+        mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) base;
+        if (mdq_request_claim(&sendreq->released)) {
+            MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
+            opal_free_list_return(&mca_pml_base_send_requests, &base->req_ompi.super);
+        }
+    } else {
+        mca_pml_mdq_recv_request_t *recvreq = (mca_pml_mdq_recv_request_t *) base;
+        if (mdq_request_claim(&recvreq->released)) {
+            MCA_PML_BASE_RECV_REQUEST_FINI(&recvreq->req_recv);
+            opal_free_list_return(&mca_pml_base_recv_requests, &base->req_ompi.super);
+        }
+    }
+}
+
+/* req_free of both request kinds (MPI_Request_free, end of wait) */
+static inline int mca_pml_mdq_request_free(ompi_request_t **request)
+{
+    mca_pml_base_request_t *base = (mca_pml_base_request_t *) *request;
+    if (mdq_request_user_done(base)) {
+        mca_pml_mdq_request_release(base);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+/* end of a blocking call: wait, copy the status, free; returns MPI_ERROR */
+static inline int mca_pml_mdq_wait_and_free(ompi_request_t *request, ompi_status_public_t *status)
+{
+    int rc;
+    ompi_request_wait_completion(request);
+    if (NULL != status && MPI_STATUS_IGNORE != status) {
+        OMPI_COPY_STATUS(status, request->req_status, false);
+    }
+    rc = request->req_status.MPI_ERROR;
+    (void) mca_pml_mdq_request_free(&request);
+    return rc;
+}
+
 /* ---- send side ---- */
 mca_pml_mdq_send_request_t *mca_pml_mdq_send_request_alloc(ompi_communicator_t *comm, int dst);
 int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *req);
@@ -78,6 +168,26 @@ void mca_pml_mdq_send_request_event_done(mca_pml_mdq_send_request_t *req);
 void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *req);
 
 /* ---- receive side ---- */
+
+/* a receive request about to be matched: fresh protocol state */
+static inline void mca_pml_mdq_recv_request_reset(mca_pml_mdq_recv_request_t *req)
+{
+    MCA_PML_BASE_RECV_START(&req->req_recv);
+    if (req->req_recv.req_base.req_ompi.req_persistent && !req->contig
+        && 0 != req->req_recv.req_base.req_convertor.bConverted) {
+        size_t zero = 0;
+        opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);
+    }
+    req->released = 0;
+    req->events = 1;
+    req->received = 0;
+    req->length = 0;
+    req->offset = 0;
+    req->pending_op = MDQ_PENDING_NONE;
+    req->local_handle = NULL;
+    req->rdma_btl = NULL;
+}
+
 mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void);
 void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
                                    ompi_datatype_t *datatype, int src, int tag,

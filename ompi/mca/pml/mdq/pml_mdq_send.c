@@ -17,15 +17,17 @@
 #include "pml_mdq_request.h"
 
 #define MDQ_SEND_FLAGS (MCA_BTL_DES_FLAGS_PRIORITY | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP)
+/* contiguous sends up to this size are copied behind the header on the
+ * stack instead of described by a convertor (cheaper to set up) */
+#define MDQ_INLINE_COPY_MAX 256
 
-static int mdq_send_request_free(ompi_request_t **request);
 static int mdq_send_request_cancel(ompi_request_t *request, int complete);
 
 static void mdq_send_request_construct(mca_pml_mdq_send_request_t *req)
 {
     req->req_send.req_base.req_type = MCA_PML_REQUEST_SEND;
     req->req_send.req_base.req_ompi.req_type = OMPI_REQUEST_PML;
-    req->req_send.req_base.req_ompi.req_free = mdq_send_request_free;
+    req->req_send.req_base.req_ompi.req_free = mca_pml_mdq_request_free;
     req->req_send.req_base.req_ompi.req_cancel = mdq_send_request_cancel;
     req->req_send.req_base.req_ompi.req_start = mca_pml_mdq_start;
     req->local_handle = NULL;
@@ -38,25 +40,7 @@ OBJ_CLASS_INSTANCE(mca_pml_mdq_send_request_t, mca_pml_base_send_request_t,
 
 static void mdq_send_request_release(mca_pml_mdq_send_request_t *sendreq)
 {
-    int32_t expected = 0;
-    if (!OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(&sendreq->released, &expected, 1)) {
-        return;
-    }
-    MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
-    opal_free_list_return(&mca_pml_base_send_requests, (opal_free_list_item_t *) sendreq);
-}
-
-static int mdq_send_request_free(ompi_request_t **request)
-{
-    mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) *request;
-
-    sendreq->req_send.req_base.req_free_called = true;
-    opal_atomic_mb();
-    if (sendreq->req_send.req_base.req_pml_complete) {
-        mdq_send_request_release(sendreq);
-    }
-    *request = MPI_REQUEST_NULL;
-    return OMPI_SUCCESS;
+    mca_pml_mdq_request_release(&sendreq->req_send.req_base);
 }
 
 /* Open MPI's PMLs do not cancel sends: the request completes normally and
@@ -80,13 +64,7 @@ static void mdq_send_request_pml_complete(mca_pml_mdq_send_request_t *sendreq)
         mca_pml_base_bsend_request_fini((ompi_request_t *) sendreq);
     }
     sendreq->req_send.req_base.req_ompi.req_status._ucount = sendreq->req_send.req_bytes_packed;
-    sendreq->req_send.req_base.req_pml_complete = true;
-    opal_atomic_wmb();
-    if (!buffered) {
-        ompi_request_complete(&sendreq->req_send.req_base.req_ompi, true);
-    }
-    opal_atomic_mb();
-    if (sendreq->req_send.req_base.req_free_called) {
+    if (mdq_request_pml_done(&sendreq->req_send.req_base, !buffered)) {
         mdq_send_request_release(sendreq);
     }
 }
@@ -288,45 +266,101 @@ static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     mca_pml_mdq_send_request_event_done(sendreq);
 }
 
-/* pipeline: stream the data in fragments of at most the BTL max send size.
- * Returns true when every byte has been handed to a BTL. */
+/* header of the data piece at sendreq->offset: a pipeline fragment, or the
+ * first / a continuation piece of a medium message. Returns its size. */
+static size_t mdq_piece_header(mca_pml_mdq_send_request_t *sendreq, void *buf, uint8_t *tag)
+{
+    if (MDQ_TAG_MEDIUM != sendreq->protocol) {
+        mdq_hdr_frag_t *fh = (mdq_hdr_frag_t *) buf;
+        fh->rreq = sendreq->rreq;
+        fh->offset = sendreq->offset;
+        *tag = MDQ_TAG_FRAG;
+        return sizeof(*fh);
+    }
+    if (0 == sendreq->offset) {
+        mdq_hdr_medium_t *mh = (mdq_hdr_medium_t *) buf;
+        mdq_fill_match(&mh->m, sendreq);
+        if (MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode) {
+            mh->m.flags |= MDQ_HDR_F_SYNC;
+        }
+        mh->sreq = mdq_ptr_to_u64(sendreq);
+        mh->length = sendreq->length;
+        *tag = MDQ_TAG_MEDIUM;
+        return sizeof(*mh);
+    }
+    {
+        mdq_hdr_mfrag_t *fh = (mdq_hdr_mfrag_t *) buf;
+        ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
+        fh->cid = comm->c_contextid;
+        fh->src = comm->c_my_rank;
+        fh->sreq = mdq_ptr_to_u64(sendreq);
+        fh->offset = sendreq->offset;
+        fh->length = sendreq->length;
+        fh->seq = sendreq->seq;
+        fh->pad[0] = fh->pad[1] = fh->pad[2] = 0;
+        *tag = MDQ_TAG_MFRAG;
+        return sizeof(*fh);
+    }
+}
+
+/* Pipeline and medium messages: stream the data in pieces of at most the
+ * BTL max send size. A contiguous piece first tries btl_sendi (the BTL
+ * copies it and the piece is done at once). Sets *all_scheduled when every
+ * byte has been handed to a BTL. */
 static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
 {
     opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
+    mca_bml_base_btl_array_t *btls = MDQ_TAG_MEDIUM == sendreq->protocol ? &sendreq->ep->btl_eager
+                                                                         : &sendreq->ep->btl_send;
 
     while (sendreq->offset < sendreq->length) {
         mca_bml_base_btl_t *bml_btl;
+        mca_btl_base_module_t *btl;
         mca_btl_base_descriptor_t *des;
-        mdq_hdr_frag_t *fh;
-        size_t size;
+        union {
+            mdq_hdr_frag_t f;
+            mdq_hdr_medium_t m;
+            mdq_hdr_mfrag_t c;
+        } hdr;
+        size_t size, hsize;
+        uint8_t tag;
         int rc;
 
         if (sendreq->outstanding >= mca_pml_mdq.max_outstanding_frags) {
             return OMPI_SUCCESS; /* the completion of a fragment resumes us */
         }
-        bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_send);
+        bml_btl = mca_bml_base_btl_array_get_next(btls);
+        btl = bml_btl->btl;
+        hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (size > bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t)) {
-            size = bml_btl->btl->btl_max_send_size - sizeof(mdq_hdr_frag_t);
+        if (size > btl->btl_max_send_size - hsize) {
+            size = btl->btl_max_send_size - hsize;
         }
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
         }
-        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, sizeof(mdq_hdr_frag_t), &size,
+        if (MDQ_TAG_FRAG != tag && sendreq->contig && NULL != btl->btl_sendi) {
+            rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size,
+                                MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, tag, NULL);
+            if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+                sendreq->offset += size;
+                continue;
+            }
+            mdq_rewind(conv, sendreq->offset);
+        }
+        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, hsize, &size,
                                  MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK,
                                  &des);
         if (OPAL_UNLIKELY(NULL == des)) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        fh = (mdq_hdr_frag_t *) des->des_segments[0].seg_addr.pval;
-        fh->rreq = sendreq->rreq;
-        fh->offset = sendreq->offset;
+        memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
         des->des_cbfunc = mdq_frag_sent;
         des->des_cbdata = sendreq;
         OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, 1);
         OPAL_THREAD_ADD_FETCH32(&sendreq->events, 1);
         sendreq->offset += size;
-        rc = mca_bml_base_send(bml_btl, des, MDQ_TAG_FRAG);
+        rc = mca_bml_base_send(bml_btl, des, tag);
         if (OPAL_UNLIKELY(rc < 0)) {
             sendreq->offset -= size;
             OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, -1);
@@ -495,15 +529,6 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {
         return OMPI_ERR_UNREACH;
     }
-    if (!sendreq->seq_set) {
-        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
-        if (OPAL_UNLIKELY(NULL == peer)) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
-    }
-    sendreq->seq_set = false;
-
     if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode) {
         if (sendreq->req_send.req_base.req_ompi.req_persistent
             && sendreq->req_send.req_bytes_packed > 0) {
@@ -514,13 +539,23 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
                 sendreq->req_send.req_base.req_count, sendreq->req_send.req_base.req_addr, 0,
                 &sendreq->req_send.req_base.req_convertor);
         }
+        /* before taking a sequence number: a full attached buffer fails the
+         * call (MPI_ERR_BUFFER through the error handler) and must not leave
+         * a gap in the peer's sequence */
         rc = mca_pml_base_bsend_request_start((ompi_request_t *) sendreq);
         if (OMPI_SUCCESS != rc) {
-            /* the sequence number is spent: send the message truncated to
-             * nothing would be wrong, so fail loudly */
             return rc;
         }
     }
+
+    if (!sendreq->seq_set) {
+        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
+        if (OPAL_UNLIKELY(NULL == peer)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    }
+    sendreq->seq_set = false;
 
     size = sendreq->req_send.req_bytes_packed;
     sendreq->contig = !opal_convertor_need_buffers(&sendreq->req_send.req_base.req_convertor);
@@ -538,6 +573,13 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     if (size + hsize <= bml_btl->btl->btl_eager_limit) {
         sendreq->protocol = sync ? MDQ_TAG_EAGER_SYNC : MDQ_TAG_EAGER;
         sendreq->events = sync ? 2 : 1;
+    } else if (size <= mca_pml_mdq_medium_limit(bml_btl->btl)) {
+        /* pieces without handshake; the scheduling token is released when
+         * every piece is out, a synchronous send also waits for the ACK */
+        sendreq->protocol = MDQ_TAG_MEDIUM;
+        sendreq->pending_op = MDQ_PENDING_FRAGS;
+        sendreq->events = sync ? 2 : 1;
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
     } else {
         sendreq->protocol = MDQ_TAG_RTS;
         sendreq->events = 2; /* scheduling token + ACK or CTS */
@@ -636,7 +678,8 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
     return OMPI_SUCCESS;
 }
 
-/* Small contiguous standard sends go out with btl_sendi and need no request. */
+/* Contiguous standard sends that fit one BTL message (eager, or a medium
+ * message of one piece) go out with btl_sendi and need no request. */
 static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
                            int tag, ompi_communicator_t *comm, uint16_t *seq_out)
 {
@@ -646,7 +689,15 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     mca_bml_base_btl_t *bml_btl;
     mca_btl_base_module_t *btl;
     mca_pml_mdq_peer_t *peer;
-    mdq_hdr_match_t hdr;
+    /* header built in place: copying a header written field by field as one
+     * wide load stalls store forwarding */
+    union {
+        mdq_hdr_match_t m;
+        mdq_hdr_medium_t md;
+        unsigned char raw[sizeof(mdq_hdr_match_t) + MDQ_INLINE_COPY_MAX];
+    } hdr;
+    size_t hsize = sizeof(mdq_hdr_match_t);
+    uint8_t proto = MDQ_TAG_EAGER;
     opal_convertor_t conv;
     size_t size;
     int rc;
@@ -665,33 +716,51 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     }
     bml_btl = mca_bml_base_btl_array_get_next(&ep->btl_eager);
     btl = bml_btl->btl;
-    if (NULL == btl->btl_sendi || size + sizeof(hdr) > btl->btl_eager_limit) {
+    if (NULL == btl->btl_sendi) {
         return OMPI_ERR_NOT_AVAILABLE;
+    }
+    if (size + hsize > btl->btl_eager_limit) {
+        if (size > mca_pml_mdq_medium_limit(btl)
+            || size + sizeof(mdq_hdr_medium_t) > btl->btl_max_send_size) {
+            return OMPI_ERR_NOT_AVAILABLE;
+        }
+        /* one-piece medium: the message id is only needed for several pieces */
+        proto = MDQ_TAG_MEDIUM;
+        hsize = sizeof(mdq_hdr_medium_t);
+        hdr.md.sreq = 0;
+        hdr.md.length = size;
     }
     peer = mca_pml_mdq_peer_get(mc, dst);
     if (OPAL_UNLIKELY(NULL == peer)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
-    hdr.cid = comm->c_contextid;
-    hdr.src = comm->c_my_rank;
-    hdr.tag = tag;
-    hdr.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
-    hdr.flags = 0;
-    *seq_out = hdr.seq;
+    hdr.m.cid = comm->c_contextid;
+    hdr.m.src = comm->c_my_rank;
+    hdr.m.tag = tag;
+    hdr.m.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
+    hdr.m.flags = 0;
+    *seq_out = hdr.m.seq;
 
-    if (size > 0) {
+    if (MDQ_TAG_EAGER == proto && size <= MDQ_INLINE_COPY_MAX) {
+        /* small: header and payload as one header block, no convertor */
+        if (size > 0) {
+            memcpy(hdr.raw + sizeof(hdr.m), (const char *) buf + datatype->super.true_lb, size);
+        }
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr.m) + size, 0,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+    } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
                                                  count, buf, 0, &conv);
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, sizeof(hdr), size,
-                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, hsize, size,
+                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, proto, NULL);
         OBJ_DESTRUCT(&conv);
-    } else {
-        rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr), 0,
-                            MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
     }
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
+        OPAL_THREAD_ADD_FETCH64(MDQ_TAG_EAGER == proto
+                                    ? (volatile int64_t *) &mca_pml_mdq.counters.eager
+                                    : (volatile int64_t *) &mca_pml_mdq.counters.medium,
+                                1);
         return OMPI_SUCCESS;
     }
     return OMPI_ERR_OUT_OF_RESOURCE; /* sequence number taken: caller must use it */
@@ -761,8 +830,5 @@ int mca_pml_mdq_send(const void *buf, size_t count, ompi_datatype_t *datatype, i
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    ompi_request_wait_completion(request);
-    rc = request->req_status.MPI_ERROR;
-    ompi_request_free(&request);
-    return rc;
+    return mca_pml_mdq_wait_and_free(request, NULL);
 }
