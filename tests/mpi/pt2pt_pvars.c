@@ -3,46 +3,18 @@
  * unexpected messages, match attempts grow, and the protocol counters count
  * eager and rendezvous (RGET/RPUT/pipeline) messages.
  */
-#include "pt2pt_common.h"
+#include "mdq_pvar.h"
 
-static MPI_T_pvar_session session;
-
-static int find_pvar(const char *name, MPI_T_pvar_handle *h)
-{
-    int num, idx = -1;
-    MPI_T_pvar_get_num(&num);
-    for (int i = 0; i < num; i++) {
-        char n[256], desc[1024];
-        int nl = sizeof(n), dl = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, n, &nl, &verb, &cls, &dt, &en, desc, &dl, &bind, &ro, &cont, &atomic);
-        if (0 == strcmp(n, name)) { idx = i; break; }
-    }
-    if (idx < 0) { CHECK(0, "pvar %s not found", name); return -1; }
-    {
-        int count;
-        MPI_T_pvar_handle_alloc(session, idx, NULL, h, &count);
-    }
-    return 0;
-}
-
-static unsigned long long rd(MPI_T_pvar_handle h)
-{
-    unsigned long long v = 0;
-    MPI_T_pvar_read(session, h, &v);
-    return v;
-}
+#define find_pvar mdq_pvar_find
+#define rd mdq_pvar_read
 
 int main(int argc, char **argv)
 {
-    int provided;
     MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe, medium, nocomm;
     unsigned long long e0, a0, rndv0, rndv1;
     test_init(&argc, &argv);
     if (nprocs < 2) { fprintf(stderr, "needs 2 ranks\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
+    mdq_pvar_init();
     if (find_pvar("pml_mdq_posted_recvq_length", &posted) || find_pvar("pml_mdq_unexpected_msgq_length", &unexp)
         || find_pvar("pml_mdq_match_attempts", &attempts) || find_pvar("pml_mdq_eager_messages", &eager)
         || find_pvar("pml_mdq_rget_messages", &rget) || find_pvar("pml_mdq_rput_messages", &rput)
@@ -122,7 +94,6 @@ int main(int argc, char **argv)
         (void) rd(nocomm);
         free(buf);
     }
-    MPI_T_pvar_session_free(&session);
-    MPI_T_finalize();
+    mdq_pvar_fini();
     return test_finish();
 }
