@@ -679,6 +679,38 @@ static int begin_op(ompi_osc_nbe_module_t *module, int type, int target, ptrdiff
     return OMPI_SUCCESS;
 }
 
+/*
+ * Direct put/get: a target whose memory is mapped here (self, shared-memory
+ * windows), contiguous data on both sides and an access epoch that lets the
+ * operation go now. Range check, a copy, done: no op object, no datatype
+ * engine, nothing counted (the engine treats it as an operation complete at
+ * the target when issued, as it does the same copy through issue_cb).
+ * Returns 1 if the call was not taken (use the general path).
+ */
+static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, int origin_count,
+                      ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                      int target_count, ompi_datatype_t *target_dt)
+{
+    uint64_t addr;
+    if (target != module->rank && NULL == module->shm_base) return 1;
+    if (MPI_PROC_NULL == target || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
+    if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
+    size_t len = dt_bytes(origin_dt, origin_count);
+    if (len != dt_bytes(target_dt, target_count)) return 1;
+    int rc = nbe_rma_direct(module->engine, target);
+    if (NBE_AGAIN == rc) return 1;
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    char *local = (char *) origin + origin_dt->super.true_lb;
+    char *remote = (char *) (uintptr_t) addr + target_dt->super.true_lb;
+    if (is_put) memcpy(remote, local, len);
+    else memcpy(local, remote, len);
+    opal_atomic_wmb();
+    module->bytes += len;
+    return OMPI_SUCCESS;
+}
+
 /* put and get differ only in the direction of the transfer (a get lands in
  * result_addr, its origin buffer) */
 static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
@@ -688,8 +720,14 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
-                      dt_bytes(origin_dt, origin_count), request, &op);
+    int rc;
+    if (NULL == request) {
+        rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
+                        origin_count, origin_dt, target, target_disp, target_count, target_dt);
+        if (1 != rc) return rc;
+    }
+    rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                  dt_bytes(origin_dt, origin_count), request, &op);
     if (NULL == op) return rc;
     op->origin_addr = origin_addr;
     op->result_addr = result_addr;
