@@ -414,6 +414,57 @@ START_TEST(local_fence_sends_nothing)
 }
 END_TEST
 
+/* direct operations (shared-memory stores): allowed only while the epoch is
+ * active, granted and nothing is recorded ahead; they count no message */
+START_TEST(rma_direct_when_granted)
+{
+    sim_init(2, 0);
+    nbe_req_t *s, *c, *p, *w, *u;
+    int grp0 = 0, grp1 = 1;
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 2), NBE_ERR_ARG);
+    /* PSCW: not before the target's post arrived */
+    ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, &s), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_AGAIN);
+    put(0, 1, 3, 33, NBE_OK);                         /* recorded */
+    ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, &p), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    S.mem[1][4] = 44;                                 /* "applied" by the glue */
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+    wait_req(c);
+    wait_req(w);
+    nbe_req_free(s);
+    nbe_req_free(p);
+    ck_assert_int_eq(S.mem[1][3], 33);
+    ck_assert_int_eq(S.mem[1][4], 44);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_ERR_SYNC);
+    /* lock_all: the first touch of a target goes through nbe_rma */
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_AGAIN);
+    put(0, 1, 5, 55, NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 0), NBE_AGAIN);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][5], 55);
+    /* exclusive lock with a check: only once granted */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &s), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_AGAIN);
+    wait_req(s);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    /* local fence: at once */
+    nbe_engine_set_local_fence(S.e[0], 1);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &s), NBE_OK);
+    wait_req(s);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    sim_fini();
+}
+END_TEST
+
 START_TEST(sync_errors)
 {
     sim_init(2, 0);
@@ -751,6 +802,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_shared_concurrent);
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
+    tcase_add_test(tc, rma_direct_when_granted);
     tcase_add_test(tc, local_fence_sends_nothing);
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);

@@ -1229,6 +1229,23 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
     return NBE_OK;
 }
 
+/* An operation the glue applies itself, complete at the target when it
+ * returns (a store into shared memory): the engine's part of issuing it with
+ * no counted message, minus the op record. Only when the access epoch is
+ * active, nothing is recorded ahead of it and the target has granted. */
+int nbe_rma_direct(nbe_engine_t *e, int target)
+{
+    if (target < 0 || target >= e->size) return NBE_ERR_ARG;
+    nbe_epoch_t *ep = find_access(e, target);
+    if (NULL == ep) return NBE_ERR_SYNC;
+    if (NULL != ep->qh) return NBE_AGAIN;
+    if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, target)) return NBE_AGAIN;
+    if (!target_granted(e, ep, target)) return NBE_AGAIN;
+    ep->had_ops = 1;
+    e->stats.ops_issued++;
+    return NBE_OK;
+}
+
 /* ------------------------------------------------------------------ */
 
 nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx)

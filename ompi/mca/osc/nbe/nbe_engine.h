@@ -168,6 +168,13 @@ int nbe_flush_now(nbe_engine_t *eng, int target, int local);
 /* Checks that an access epoch covers op->target (else NBE_ERR_SYNC) and
  * either issues the op or records it in its epoch. */
 int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
+/* Direct operations (shared memory, self): NBE_OK if the glue may apply an
+ * operation to target now, complete at the target when applied (counted as
+ * issued, no op record, no messages); NBE_AGAIN if it must go through
+ * nbe_rma (epoch deferred, operations recorded before it, target not
+ * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
+ * access epoch covering target. */
+int nbe_rma_direct(nbe_engine_t *eng, int target);
 /* NBE_OK if an open access epoch covers target (no side effects) */
 int nbe_check_access(nbe_engine_t *eng, int target);
 /* the glue finished an issued op locally (data sent / result arrived) */

@@ -228,6 +228,8 @@ int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op,
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
+/* frees the process-wide cache of op objects (component close) */
+void ompi_osc_nbe_op_cache_fini(void);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);

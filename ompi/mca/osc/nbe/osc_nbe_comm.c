@@ -45,6 +45,33 @@ static ompi_op_t *op_from_idx(int idx)
 /* ---------------------------------------------------------------- */
 /* op objects */
 
+/* A small process-wide cache of operation objects: an RMA call on the
+ * message path neither mallocs nor frees its op in the steady state. nbe
+ * declines MPI_THREAD_MULTIPLE, so the cache needs no lock. */
+#define NBE_OP_CACHE_MAX 64
+static ompi_osc_nbe_op_t *op_cache[NBE_OP_CACHE_MAX];
+static int op_cache_n;
+
+static ompi_osc_nbe_op_t *op_cache_get(void)
+{
+    if (0 == op_cache_n) return calloc(1, sizeof(ompi_osc_nbe_op_t));
+    ompi_osc_nbe_op_t *op = op_cache[--op_cache_n];
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+static void op_cache_put(ompi_osc_nbe_op_t *op)
+{
+    if (op_cache_n < NBE_OP_CACHE_MAX) op_cache[op_cache_n++] = op;
+    else free(op);
+}
+
+/* component close: give the cached objects back */
+void ompi_osc_nbe_op_cache_fini(void)
+{
+    while (op_cache_n) free(op_cache[--op_cache_n]);
+}
+
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
 {
     if (op->origin_dt) OBJ_RELEASE(op->origin_dt);
@@ -54,7 +81,7 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
     free(op->stream_alloc);
     free(op->result_alloc);
     if (op->plan != &op->plan1) free(op->plan);
-    free(op);
+    op_cache_put(op);
 }
 
 static void request_complete(ompi_osc_nbe_request_t *req)
@@ -627,7 +654,7 @@ static int start_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op,
 
 static ompi_osc_nbe_op_t *new_op(ompi_osc_nbe_module_t *module, int type, int target)
 {
-    ompi_osc_nbe_op_t *op = calloc(1, sizeof(*op));
+    ompi_osc_nbe_op_t *op = op_cache_get();
     if (NULL == op) return NULL;
     op->type = type;
     op->module = module;
@@ -679,6 +706,47 @@ static int begin_op(ompi_osc_nbe_module_t *module, int type, int target, ptrdiff
     return OMPI_SUCCESS;
 }
 
+/*
+ * Direct put/get: a target whose memory is mapped here (self, shared-memory
+ * windows), contiguous data on both sides and an access epoch that lets the
+ * operation go now. Range check, a copy, done: no op object, no datatype
+ * engine, nothing counted (the engine treats it as an operation complete at
+ * the target when issued, as it does the same copy through issue_cb).
+ * An MPI_Rput/MPI_Rget gets a request that is complete already.
+ * Returns 1 if the call was not taken (use the general path).
+ */
+static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, int origin_count,
+                      ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                      int target_count, ompi_datatype_t *target_dt,
+                      struct ompi_request_t **request)
+{
+    uint64_t addr;
+    if (target != module->rank && NULL == module->shm_base) return 1;
+    if (MPI_PROC_NULL == target || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
+    if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
+    size_t len = dt_bytes(origin_dt, origin_count);
+    if (len != dt_bytes(target_dt, target_count)) return 1;
+    int rc = nbe_rma_direct(module->engine, target);
+    if (NBE_AGAIN == rc) return 1;
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (request) {
+        /* MPI_Rput/MPI_Rget: a request complete at once */
+        ompi_osc_nbe_request_t *req = new_request(module);
+        if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
+        *request = &req->super;
+        ompi_request_complete(&req->super, true);
+    }
+    char *local = (char *) origin + origin_dt->super.true_lb;
+    char *remote = (char *) (uintptr_t) addr + target_dt->super.true_lb;
+    if (is_put) memcpy(remote, local, len);
+    else memcpy(local, remote, len);
+    opal_atomic_wmb();
+    module->bytes += len;
+    return OMPI_SUCCESS;
+}
+
 /* put and get differ only in the direction of the transfer (a get lands in
  * result_addr, its origin buffer) */
 static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
@@ -688,8 +756,12 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
-                      dt_bytes(origin_dt, origin_count), request, &op);
+    int rc;
+    rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
+                    origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
+    if (1 != rc) return rc;
+    rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                  dt_bytes(origin_dt, origin_count), request, &op);
     if (NULL == op) return rc;
     op->origin_addr = origin_addr;
     op->result_addr = result_addr;
@@ -736,7 +808,7 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
     rc = acc_elem(op);
     op->elem_dt = NULL;
     if (OMPI_SUCCESS != rc) {
-        free(op);
+        op_cache_put(op);
         return rc;
     }
     return start_op(module, op, request);

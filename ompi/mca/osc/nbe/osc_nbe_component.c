@@ -279,6 +279,7 @@ static int component_finalize(void)
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
+    ompi_osc_nbe_op_cache_fini();
     return OMPI_SUCCESS;
 }
 
