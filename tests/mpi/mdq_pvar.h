@@ -40,27 +40,6 @@ static inline unsigned long long mdq_pvar_read(MPI_T_pvar_handle h)
     return v;
 }
 
-/* value of the integer control variable called name (an MCA var); -1 when absent */
-static inline int mdq_cvar_int(const char *name)
-{
-    int num, value = -1;
-    MPI_T_cvar_get_num(&num);
-    for (int i = 0; i < num; i++) {
-        char n[256], desc[1024];
-        int nl = sizeof(n), dl = sizeof(desc), verb, bind, scope, count;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_cvar_handle h;
-        MPI_T_cvar_get_info(i, n, &nl, &verb, &dt, &en, desc, &dl, &bind, &scope);
-        if (0 != strcmp(n, name) || MPI_INT != dt) continue;
-        MPI_T_cvar_handle_alloc(i, NULL, &h, &count);
-        MPI_T_cvar_read(h, &value);
-        MPI_T_cvar_handle_free(&h);
-        break;
-    }
-    return value;
-}
-
 static inline void mdq_pvar_fini(void)
 {
     MPI_T_pvar_session_free(&mdq_pvar_session);

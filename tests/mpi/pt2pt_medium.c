@@ -7,14 +7,11 @@
  *  2. non-overtaking order of a mixed eager/medium/rendezvous stream from
  *     every other rank, received with MPI_ANY_SOURCE/MPI_ANY_TAG;
  *  3. MPI_ERR_TRUNCATE for a too-small buffer, and the next message intact;
- *  4. MPI_Issend does not complete before the receive is posted;
- *  5. with pieces smaller than the message (pml_mdq_medium_piece), a
- *     receive posted before the message arrives gets the pieces straight
- *     into its buffer (pml_mdq_medium_direct_messages pvar).
+ *  4. MPI_Issend does not complete before the receive is posted.
  * Run with the default medium limit, with a multi-piece limit
  * (--mca pml_mdq_medium_limit 262144) and over tcp.
  */
-#include "mdq_pvar.h"
+#include "pt2pt_common.h"
 
 static const size_t sizes[] = {0,     1,     4000,  4072,  4096,   5000,   8192,  16384,
                                32000, 32736, 32768, 40000, 65536, 100000, 131072, 200000};
@@ -255,57 +252,6 @@ static void sync_test(void)
     free(buf);
 }
 
-/* 5: medium pieces straight into a posted receive, payload intact */
-static void direct_test(void)
-{
-    int piece = mdq_cvar_int("pml_mdq_medium_piece");
-    const size_t n = 20000;
-    unsigned char *buf = malloc(n + 16);
-    MPI_T_pvar_handle direct, medium;
-    unsigned long long d0, m0, sent_medium = 0;
-
-    if (mdq_pvar_find("pml_mdq_medium_direct_messages", &direct)
-        || mdq_pvar_find("pml_mdq_medium_messages", &medium)) {
-        free(buf);
-        return;
-    }
-    d0 = mdq_pvar_read(direct);
-    m0 = mdq_pvar_read(medium);
-    for (int k = 0; k < 3; k++) {
-        if (0 == rank) {
-            fill(buf, n, 300 + k);
-            MPI_Barrier(MPI_COMM_WORLD);
-            MPI_Send(buf, (int) n, MPI_BYTE, 1, 13, MPI_COMM_WORLD);
-        } else if (1 == rank) {
-            MPI_Request rq;
-            memset(buf, 0xcd, n + 16);
-            MPI_Irecv(buf, (int) n, MPI_BYTE, 0, 13, MPI_COMM_WORLD, &rq);
-            MPI_Barrier(MPI_COMM_WORLD);
-            MPI_Wait(&rq, MPI_STATUS_IGNORE);
-            CHECK(0 == verify(buf, n, 300 + k), "direct %zu: bad byte %zu", n,
-                  verify(buf, n, 300 + k) - 1);
-            CHECK(buf[n] == 0xcd, "direct %zu: wrote past the message", n);
-        } else {
-            MPI_Barrier(MPI_COMM_WORLD);
-        }
-    }
-    /* with an explicit piece size well below the message, every message the
-     * sender sent as medium went in several pieces straight to the buffer */
-    if (0 == rank) {
-        sent_medium = mdq_pvar_read(medium) - m0;
-        MPI_Send(&sent_medium, 1, MPI_UNSIGNED_LONG_LONG, 1, 14, MPI_COMM_WORLD);
-    } else if (1 == rank) {
-        MPI_Recv(&sent_medium, 1, MPI_UNSIGNED_LONG_LONG, 0, 14, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
-        if (piece > 0 && (size_t) piece < n / 2) {
-            CHECK(mdq_pvar_read(direct) - d0 >= sent_medium,
-                  "%llu direct medium messages of %llu sent (piece %d)",
-                  mdq_pvar_read(direct) - d0, sent_medium, piece);
-        }
-    }
-    free(buf);
-}
-
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -314,14 +260,11 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    mdq_pvar_init();
     payload();
     noncontig();
     order();
     MPI_Barrier(MPI_COMM_WORLD);
     truncate_test();
     sync_test();
-    direct_test();
-    mdq_pvar_fini();
     return test_finish();
 }

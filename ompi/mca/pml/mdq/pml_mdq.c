@@ -96,7 +96,6 @@ static void mdq_frag_construct(mca_pml_mdq_frag_t *frag)
 {
     frag->heap = false;
     frag->data = frag->inline_data;
-    frag->matched = NULL;
     memset(&frag->item, 0, sizeof(frag->item));
 }
 

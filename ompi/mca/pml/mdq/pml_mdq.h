@@ -40,7 +40,6 @@ enum {
 typedef struct mca_pml_mdq_counters {
     unsigned long long eager;
     unsigned long long medium;
-    unsigned long long medium_direct; /* received without staging */
     unsigned long long rget;
     unsigned long long rput;
     unsigned long long pipeline;
@@ -64,7 +63,6 @@ typedef struct mca_pml_mdq_module {
     int free_list_inc;
     int max_outstanding_frags;
     int medium_limit; /* -1: per BTL (see mca_pml_mdq_medium_limit), 0: no medium protocol */
-    int medium_piece; /* payload per medium piece, 0: BTL max (mca_pml_mdq_medium_piece_payload) */
 
     int output;
     bool enabled;
@@ -287,15 +285,6 @@ static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
     return btl->btl_max_send_size > sizeof(mdq_hdr_medium_t)
                ? btl->btl_max_send_size - sizeof(mdq_hdr_medium_t)
                : 0;
-}
-
-/* payload bytes of one medium piece over btl behind a header of hsize */
-static inline size_t mca_pml_mdq_medium_piece_payload(const mca_btl_base_module_t *btl,
-                                                      size_t hsize)
-{
-    size_t max = btl->btl_max_send_size > hsize ? btl->btl_max_send_size - hsize : 0;
-    int piece = mca_pml_mdq.medium_piece;
-    return piece > 0 && (size_t) piece < max ? (size_t) piece : max;
 }
 
 #define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)

@@ -229,14 +229,6 @@ static int mca_pml_mdq_component_register(void)
                      "0: no medium protocol (rendezvous right above the eager limit)",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.medium_limit);
 
-    mca_pml_mdq.medium_piece = 0;
-    mdq_register_int("medium_piece",
-                     "Payload bytes per piece of a medium message (smaller pieces let the "
-                     "receiver copy one piece while the sender copies the next). 0: as large as "
-                     "the BTL max send size allows (smaller pieces measured no faster on vader). "
-                     "Pieces that find their receive posted are copied straight into its buffer",
-                     OPAL_INFO_LVL_5, &mca_pml_mdq.medium_piece);
-
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
                            "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
     mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "
@@ -250,10 +242,6 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.eager);
     mdq_register_counter_pvar("medium_messages", "Messages sent with the medium protocol (counted by the sender)",
                               &mca_pml_mdq.counters.medium);
-    mdq_register_counter_pvar("medium_direct_messages", "Medium messages of several pieces "
-                              "copied straight into a receive posted before their first piece "
-                              "arrived (counted by the receiver)",
-                              &mca_pml_mdq.counters.medium_direct);
     mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get (counted by the receiver)",
                               &mca_pml_mdq.counters.rget);
     mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put (counted by the sender)",

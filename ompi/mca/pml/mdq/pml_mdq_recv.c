@@ -361,31 +361,9 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     mdq_recv_request_pipeline(req);
 }
 
-/* the sender request to acknowledge when msg is a synchronous send, else 0 */
-static uint64_t mdq_sync_target(const mca_pml_mdq_msg_t *msg)
-{
-    if (MDQ_TAG_EAGER_SYNC == msg->type) {
-        return ((const mdq_hdr_sync_t *) msg->hdr)->sreq;
-    }
-    if (MDQ_TAG_MEDIUM == msg->type && (msg->hdr->flags & MDQ_HDR_F_SYNC)) {
-        return ((const mdq_hdr_medium_t *) msg->hdr)->sreq;
-    }
-    return 0;
-}
-
-/* synchronous send matched: tell the sender */
-static void mdq_send_sync_ack(mca_bml_base_endpoint_t *ep, uint64_t sreq)
-{
-    mdq_hdr_ack_t ack = {.sreq = sreq};
-    if (OPAL_LIKELY(NULL != ep)) {
-        (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
-    }
-}
-
 void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca_pml_mdq_msg_t *msg)
 {
     ompi_status_public_t *st = &req->req_recv.req_base.req_ompi.req_status;
-    uint64_t sync;
 
     st->MPI_SOURCE = msg->hdr->src;
     st->MPI_TAG = msg->hdr->tag;
@@ -393,9 +371,16 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
         mdq_recv_request_rts(req, msg);
         return;
     }
-    sync = mdq_sync_target(msg);
-    if (OPAL_UNLIKELY(0 != sync)) {
-        mdq_send_sync_ack(mdq_recv_peer_ep(req, msg->hdr->src), sync);
+    if (OPAL_UNLIKELY(MDQ_TAG_EAGER_SYNC == msg->type
+                      || (MDQ_TAG_MEDIUM == msg->type && (msg->hdr->flags & MDQ_HDR_F_SYNC)))) {
+        /* synchronous send: tell the sender we matched */
+        mdq_hdr_ack_t ack = {.sreq = MDQ_TAG_MEDIUM == msg->type
+                                         ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
+                                         : ((const mdq_hdr_sync_t *) msg->hdr)->sreq};
+        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, msg->hdr->src);
+        if (OPAL_LIKELY(NULL != ep)) {
+            (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+        }
     }
     mdq_recv_set_truncation(req, msg->len);
     mdq_recv_unpack(req, msg->iov, msg->iov_count, 0);
@@ -428,68 +413,6 @@ static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const m
     return NULL;
 }
 
-/* Under mc->lock, after peer->expect_seq moved on: match the held
- * fragments that are now due. Matched ones are appended to ready
- * (constructed on first use, *have_ready) for delivery after the lock. */
-static void mdq_match_held(mca_pml_mdq_comm_t *mc, mca_pml_mdq_peer_t *peer, opal_list_t *ready,
-                           bool *have_ready)
-{
-    while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
-        mca_pml_mdq_frag_t *frag, *found = NULL;
-        mca_pml_mdq_msg_t fm;
-        OPAL_LIST_FOREACH (frag, &peer->held, mca_pml_mdq_frag_t) {
-            if (frag->hdr.m.seq == peer->expect_seq) {
-                found = frag;
-                break;
-            }
-        }
-        if (NULL == found) {
-            break;
-        }
-        opal_list_remove_item(&peer->held, &found->super.super);
-        peer->expect_seq++;
-        mca_pml_mdq_frag_to_msg(found, &fm);
-        found->matched = mdq_match_msg(mc, &fm, 0, found);
-        if (NULL != found->matched) {
-            if (!*have_ready) {
-                OBJ_CONSTRUCT(ready, opal_list_t);
-                *have_ready = true;
-            }
-            opal_list_append(ready, &found->super.super);
-        }
-    }
-}
-
-/* outside the lock: deliver the held fragments mdq_match_held matched */
-static void mdq_deliver_ready(opal_list_t *ready)
-{
-    mca_pml_mdq_frag_t *frag;
-    while (NULL != (frag = (mca_pml_mdq_frag_t *) opal_list_remove_first(ready))) {
-        mca_pml_mdq_msg_t fm;
-        mca_pml_mdq_frag_to_msg(frag, &fm);
-        mca_pml_mdq_recv_request_deliver(frag->matched, &fm);
-        frag->matched = NULL;
-        mca_pml_mdq_frag_release(frag);
-    }
-    OBJ_DESTRUCT(ready);
-}
-
-/* the ordering state of a message's sender; NULL (message dropped) for a
- * bad source rank */
-static mca_pml_mdq_peer_t *mdq_sender(mca_pml_mdq_comm_t *mc, int src)
-{
-    mca_pml_mdq_peer_t *peer;
-    if (OPAL_UNLIKELY(src < 0 || (uint32_t) src >= mc->size)) {
-        opal_output(0, "pml:mdq: dropping message with bad source %d on cid %u", src, mc->cid);
-        return NULL;
-    }
-    peer = mca_pml_mdq_peer_get(mc, src);
-    if (OPAL_UNLIKELY(NULL == peer)) {
-        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
-    }
-    return peer;
-}
-
 /* A complete matched message in from the wire. owned: the message already
  * sits in a fragment (an assembled medium message) that is queued as is or
  * released after delivery, instead of copied. */
@@ -497,15 +420,22 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
                                       size_t hdr_size, mca_pml_mdq_frag_t *owned)
 {
     const mdq_hdr_match_t *hdr = msg->hdr;
-    mca_pml_mdq_peer_t *peer = mdq_sender(mc, hdr->src);
+    mca_pml_mdq_peer_t *peer;
     mca_pml_mdq_recv_request_t *req;
     opal_list_t ready;
     bool have_ready = false;
 
-    if (OPAL_UNLIKELY(NULL == peer)) {
+    if (OPAL_UNLIKELY(hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
+        opal_output(0, "pml:mdq: dropping message with bad source %d on cid %u", hdr->src,
+                    mc->cid);
         if (NULL != owned) {
             mca_pml_mdq_frag_release(owned);
         }
+        return;
+    }
+    peer = mca_pml_mdq_peer_get(mc, hdr->src);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
         return;
     }
 
@@ -525,7 +455,33 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     }
     req = mdq_match_msg(mc, msg, hdr_size, owned);
     peer->expect_seq++;
-    mdq_match_held(mc, peer, &ready, &have_ready);
+
+    while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
+        mca_pml_mdq_frag_t *frag, *found = NULL;
+        OPAL_LIST_FOREACH (frag, &peer->held, mca_pml_mdq_frag_t) {
+            if (frag->hdr.m.seq == peer->expect_seq) {
+                found = frag;
+                break;
+            }
+        }
+        if (NULL == found) {
+            break;
+        }
+        opal_list_remove_item(&peer->held, &found->super.super);
+        peer->expect_seq++;
+        {
+            mca_pml_mdq_msg_t fm;
+            mca_pml_mdq_frag_to_msg(found, &fm);
+            found->matched = mdq_match_msg(mc, &fm, 0, found);
+        }
+        if (NULL != found->matched) {
+            if (!have_ready) {
+                OBJ_CONSTRUCT(&ready, opal_list_t);
+                have_ready = true;
+            }
+            opal_list_append(&ready, &found->super.super);
+        }
+    }
     OPAL_THREAD_UNLOCK(&mc->lock);
 
     if (NULL != req) {
@@ -535,7 +491,15 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         }
     }
     if (have_ready) {
-        mdq_deliver_ready(&ready);
+        mca_pml_mdq_frag_t *frag;
+        while (NULL != (frag = (mca_pml_mdq_frag_t *) opal_list_remove_first(&ready))) {
+            mca_pml_mdq_msg_t fm;
+            mca_pml_mdq_frag_to_msg(frag, &fm);
+            mca_pml_mdq_recv_request_deliver(frag->matched, &fm);
+            frag->matched = NULL;
+            mca_pml_mdq_frag_release(frag);
+        }
+        OBJ_DESTRUCT(&ready);
     }
 }
 
@@ -630,55 +594,11 @@ void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     mca_pml_mdq_medium_piece(mc, &msg);
 }
 
-/* Under mc->lock: the first piece of a medium message that is due in its
- * sender's order and finds a posted receive matches at once, and every
- * piece is then copied straight into the receive buffer (no staging).
- * Returns the message's assembly record pointing at the request, or NULL
- * (the message is staged and matched when complete). */
-static mca_pml_mdq_frag_t *mdq_medium_match_first(mca_pml_mdq_comm_t *mc,
-                                                  const mdq_hdr_medium_t *mh, opal_list_t *ready,
-                                                  bool *have_ready)
-{
-    mca_pml_mdq_peer_t *peer = mca_pml_mdq_peer_get(mc, mh->m.src);
-    mca_pml_mdq_recv_request_t *req;
-    mca_pml_mdq_frag_t *as;
-    mdq_match_cursor_t cur;
-    mdq_match_item_t *it;
-    ompi_status_public_t *st;
-
-    if (OPAL_UNLIKELY(NULL == peer) || mh->m.seq != peer->expect_seq) {
-        return NULL;
-    }
-    /* before taking the receive: a match cannot be undone */
-    as = mca_pml_mdq_frag_alloc(0);
-    if (OPAL_UNLIKELY(NULL == as)) {
-        return NULL;
-    }
-    it = mdq_match_take_posted(mc->queue, mh->m.src, mh->m.tag, &cur);
-    if (NULL == it) {
-        mca_pml_mdq_frag_release(as);
-        return NULL;
-    }
-    req = MDQ_ITEM_TO_RECVREQ(it);
-    peer->expect_seq++;
-    mdq_match_held(mc, peer, ready, have_ready);
-
-    st = &req->req_recv.req_base.req_ompi.req_status;
-    st->MPI_SOURCE = mh->m.src;
-    st->MPI_TAG = mh->m.tag;
-    mdq_recv_set_truncation(req, mh->length);
-    as->matched = req;
-    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium_direct, 1);
-    return as;
-}
-
-/* One piece of a medium message that needs several. Pieces of a message
- * whose receive was posted when its first piece arrived in order go
- * straight into the receive buffer. Otherwise they are collected in an
- * assembly fragment (created by whichever piece comes first) and the
- * complete message then takes the normal matched-arrival path, so
- * ordering, matching, probe and truncation work as for eager messages.
- * Either way the message is keyed by (sender, sender request, sequence). */
+/* One piece of a medium message that needs several. Pieces are collected
+ * in an assembly fragment (keyed by sender request and sequence, created by
+ * whichever piece comes first) and the complete message then takes the
+ * normal matched-arrival path, so ordering, matching, probe and truncation
+ * work as for eager messages. */
 void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg)
 {
     bool first = MDQ_TAG_MEDIUM == msg->type;
@@ -690,11 +610,8 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     size_t total = first ? mh->length : fh->length;
     size_t offset = first ? 0 : fh->offset;
     mca_pml_mdq_frag_t *as = NULL, *f;
-    mca_pml_mdq_recv_request_t *direct;
-    mca_bml_base_endpoint_t *ack_ep = NULL;
-    uint64_t sync = 0;
-    opal_list_t ready;
-    bool have_ready = false, complete;
+    unsigned char *dst;
+    bool complete;
 
     if (OPAL_UNLIKELY(src < 0 || (uint32_t) src >= mc->size || offset > total
                       || msg->len > total - offset)) {
@@ -710,25 +627,12 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
         }
     }
     if (NULL == as) {
-        if (first) {
-            as = mdq_medium_match_first(mc, mh, &ready, &have_ready);
-        }
-        if (NULL != as) {
-            /* resolved under the lock: the request may complete (in another
-             * thread) as soon as the lock is dropped */
-            sync = mdq_sync_target(msg);
-            if (OPAL_UNLIKELY(0 != sync)) {
-                ack_ep = mdq_recv_peer_ep(as->matched, src);
-            }
-        } else {
-            as = mca_pml_mdq_frag_alloc(total);
-            if (OPAL_UNLIKELY(NULL == as)) {
-                OPAL_THREAD_UNLOCK(&mc->lock);
-                opal_output(0, "pml:mdq: out of memory assembling a medium message");
-                ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
-                return;
-            }
-            as->matched = NULL;
+        as = mca_pml_mdq_frag_alloc(total);
+        if (OPAL_UNLIKELY(NULL == as)) {
+            OPAL_THREAD_UNLOCK(&mc->lock);
+            opal_output(0, "pml:mdq: out of memory assembling a medium message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return;
         }
         as->type = MDQ_TAG_MEDIUM;
         as->btl = msg->btl;
@@ -738,19 +642,14 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
         as->arrived = 0;
         opal_list_append(&mc->medium, &as->super.super);
     }
-    direct = as->matched;
-    if (NULL != direct) {
-        mdq_recv_unpack(direct, msg->iov, msg->iov_count, offset);
-    } else {
-        unsigned char *dst = as->data + offset;
-        if (first) {
-            memcpy(as->hdr.raw, mh, sizeof(*mh));
-            as->btl = msg->btl;
-        }
-        for (uint32_t i = 0; i < msg->iov_count; ++i) {
-            memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
-            dst += msg->iov[i].iov_len;
-        }
+    if (first) {
+        memcpy(as->hdr.raw, mh, sizeof(*mh));
+        as->btl = msg->btl;
+    }
+    dst = as->data + offset;
+    for (uint32_t i = 0; i < msg->iov_count; ++i) {
+        memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
+        dst += msg->iov[i].iov_len;
     }
     as->arrived += msg->len;
     complete = as->arrived == total;
@@ -759,19 +658,10 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     }
     OPAL_THREAD_UNLOCK(&mc->lock);
 
-    if (OPAL_UNLIKELY(0 != sync)) {
-        mdq_send_sync_ack(ack_ep, sync);
-    }
-    if (complete && NULL != direct) {
-        mca_pml_mdq_frag_release(as);
-        mca_pml_mdq_recv_request_event_done(direct);
-    } else if (complete) {
+    if (complete) {
         mca_pml_mdq_msg_t whole;
         mca_pml_mdq_frag_to_msg(as, &whole);
         mca_pml_mdq_recv_matched_arrival(mc, &whole, sizeof(mdq_hdr_medium_t), as);
-    }
-    if (have_ready) {
-        mdq_deliver_ready(&ready);
     }
 }
 

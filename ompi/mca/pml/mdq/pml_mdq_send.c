@@ -341,12 +341,8 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         btl = bml_btl->btl;
         hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (MDQ_TAG_FRAG == tag) {
-            if (size > btl->btl_max_send_size - hsize) {
-                size = btl->btl_max_send_size - hsize;
-            }
-        } else if (size > mca_pml_mdq_medium_piece_payload(btl, hsize)) {
-            size = mca_pml_mdq_medium_piece_payload(btl, hsize);
+        if (size > btl->btl_max_send_size - hsize) {
+            size = btl->btl_max_send_size - hsize;
         }
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
@@ -735,7 +731,7 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     }
     if (size + hsize > btl->btl_eager_limit) {
         if (size > mca_pml_mdq_medium_limit(btl)
-            || size > mca_pml_mdq_medium_piece_payload(btl, sizeof(mdq_hdr_medium_t))) {
+            || size + sizeof(mdq_hdr_medium_t) > btl->btl_max_send_size) {
             return OMPI_ERR_NOT_AVAILABLE;
         }
         /* one-piece medium: the message id is only needed for several pieces */
