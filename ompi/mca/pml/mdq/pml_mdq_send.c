@@ -115,6 +115,43 @@ static void mdq_rewind(opal_convertor_t *conv, size_t pos)
     opal_convertor_set_position(conv, &p);
 }
 
+/* Header and payload copied into one descriptor from btl_alloc and sent:
+ * the data is out of the user's buffer when this returns. The payload
+ * comes from conv (packed) or, when conv is NULL, from data (contiguous). */
+static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
+                           opal_convertor_t *conv, const void *data, size_t size, uint8_t tag)
+{
+    mca_btl_base_module_t *btl = bml_btl->btl;
+    mca_btl_base_descriptor_t *des;
+    unsigned char *dst;
+    int rc;
+
+    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    dst = (unsigned char *) des->des_segments[0].seg_addr.pval;
+    memcpy(dst, hdr, hsize);
+    if (size > 0 && NULL != conv) {
+        struct iovec iov = {.iov_base = dst + hsize, .iov_len = size};
+        uint32_t iov_count = 1;
+        size_t max_data = size;
+        (void) opal_convertor_pack(conv, &iov, &iov_count, &max_data);
+    } else if (size > 0) {
+        memcpy(dst + hsize, data, size);
+    }
+    des->des_segments[0].seg_len = hsize + size;
+    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
+    MDQ_VERBOSE(20, "pml:mdq: %zu bytes (tag %u) copied into a descriptor", hsize + size,
+                (unsigned) tag);
+    rc = mca_bml_base_send(bml_btl, des, tag);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        mca_bml_base_free(bml_btl, des);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
 /* eager and eager-sync: header and whole payload in one BTL message */
 static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
 {
@@ -122,7 +159,6 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
     mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_eager);
     mca_btl_base_module_t *btl = bml_btl->btl;
     size_t size = sendreq->req_send.req_bytes_packed;
-    mca_btl_base_descriptor_t *des;
     union {
         mdq_hdr_match_t m;
         mdq_hdr_sync_t s;
@@ -149,27 +185,12 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
         }
     }
 
-    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
-    if (OPAL_UNLIKELY(NULL == des)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
-    if (size > 0) {
-        struct iovec iov = {.iov_base = (char *) des->des_segments[0].seg_addr.pval + hsize,
-                            .iov_len = size};
-        uint32_t iov_count = 1;
-        size_t max_data = size;
-        (void) opal_convertor_pack(conv, &iov, &iov_count, &max_data);
-    }
-    des->des_segments[0].seg_len = hsize + size;
-    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
-    rc = mca_bml_base_send(bml_btl, des, sendreq->protocol);
-    if (OPAL_UNLIKELY(rc < 0)) {
-        mca_bml_base_free(bml_btl, des);
+    rc = mdq_send_copied(bml_btl, &hdr, hsize, conv, NULL, size, sendreq->protocol);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         if (size > 0) {
             mdq_rewind(conv, 0);
         }
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        return rc;
     }
 sent:
     OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.eager, 1);
@@ -188,7 +209,6 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
         unsigned char raw[MDQ_HDR_MAX_MATCHED];
     } hdr;
     size_t hsize = sizeof(mdq_hdr_rts_t);
-    mca_btl_base_descriptor_t *des;
     int rc;
 
     mdq_fill_match(&hdr.r.m, sendreq);
@@ -237,19 +257,7 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
             return OMPI_SUCCESS;
         }
     }
-    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize, MDQ_SEND_FLAGS);
-    if (OPAL_UNLIKELY(NULL == des)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
-    des->des_segments[0].seg_len = hsize;
-    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
-    rc = mca_bml_base_send(bml_btl, des, MDQ_TAG_RTS);
-    if (OPAL_UNLIKELY(rc < 0)) {
-        mca_bml_base_free(bml_btl, des);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    return OMPI_SUCCESS;
+    return mdq_send_copied(bml_btl, &hdr, hsize, NULL, NULL, 0, MDQ_TAG_RTS);
 }
 
 static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -679,7 +687,8 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
 }
 
 /* Contiguous standard sends that fit one BTL message (eager, or a medium
- * message of one piece) go out with btl_sendi and need no request. */
+ * message of one piece) go out with btl_sendi, or copied into a descriptor
+ * when sendi refuses (the BTL has sends queued), and need no request. */
 static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
                            int tag, ompi_communicator_t *comm, uint16_t *seq_out)
 {
@@ -699,6 +708,7 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     size_t hsize = sizeof(mdq_hdr_match_t);
     uint8_t proto = MDQ_TAG_EAGER;
     opal_convertor_t conv;
+    const char *data;
     size_t size;
     int rc;
 
@@ -740,14 +750,18 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     hdr.m.seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
     hdr.m.flags = 0;
     *seq_out = hdr.m.seq;
+    data = (const char *) buf + datatype->super.true_lb;
 
     if (MDQ_TAG_EAGER == proto && size <= MDQ_INLINE_COPY_MAX) {
         /* small: header and payload as one header block, no convertor */
         if (size > 0) {
-            memcpy(hdr.raw + sizeof(hdr.m), (const char *) buf + datatype->super.true_lb, size);
+            memcpy(hdr.raw + sizeof(hdr.m), data, size);
         }
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr.m) + size, 0,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto);
+        }
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
@@ -755,6 +769,9 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, &conv, &hdr, hsize, size,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, proto, NULL);
         OBJ_DESTRUCT(&conv);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size, proto);
+        }
     }
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
         OPAL_THREAD_ADD_FETCH64(MDQ_TAG_EAGER == proto
