@@ -108,6 +108,8 @@ static int agg_flush(void)
         rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
     }
     if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
+    /* raw_send fails otherwise only without a BTL to the peer, which agg_add
+     * ruled out before packing; should a BTL ever fail here, say so loudly */
     if (OMPI_SUCCESS != rc) opal_output(0, "osc/nbe: packed puts to %d lost (%d)", agg.peer, rc);
     agg.module = NULL;
     return OMPI_SUCCESS;
@@ -571,6 +573,10 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     } else {
         rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                              MCA_BTL_NO_ORDER, rdma_done, module, op);
+    }
+    if (1 == rc && !rdma_sync_done) {
+        /* "complete at once" without a callback (btl.h allows it): complete it here */
+        rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
     if (OPAL_SUCCESS != rc && 1 != rc) return -1;

@@ -726,11 +726,12 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
     if (len != dt_bytes(target_dt, target_count)) return 1;
-    int rc = nbe_rma_direct(module->engine, target);
+    /* the range first: nbe_rma_direct counts the operation as issued */
+    int rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = nbe_rma_direct(module->engine, target);
     if (NBE_AGAIN == rc) return 1;
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
     if (request) {
         /* MPI_Rput/MPI_Rget: a request complete at once */
         ompi_osc_nbe_request_t *req = new_request(module);
