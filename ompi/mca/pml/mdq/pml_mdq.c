@@ -139,33 +139,23 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len)
         return NULL;
     }
     frag->len = len;
+    frag->heap = false;
+    frag->big = NULL;
     if (len > mca_pml_mdq.max_eager) {
-        frag->data = NULL;
-        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
-        for (int i = 0; i < mca_pml_mdq.nspare; ++i) {
-            if (mca_pml_mdq.spare_cap[i] >= len) {
-                frag->data = mca_pml_mdq.spare[i];
-                frag->heap_cap = mca_pml_mdq.spare_cap[i];
-                --mca_pml_mdq.nspare;
-                mca_pml_mdq.spare[i] = mca_pml_mdq.spare[mca_pml_mdq.nspare];
-                mca_pml_mdq.spare_cap[i] = mca_pml_mdq.spare_cap[mca_pml_mdq.nspare];
-                break;
-            }
+        if (len <= mca_pml_mdq.big_buf_size) {
+            frag->big = opal_free_list_get(&mca_pml_mdq.big_bufs); /* NULL once MAX are out */
         }
-        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
-        if (NULL == frag->data) {
-            frag->data = malloc(len);
-            frag->heap_cap = len;
-        }
-        if (NULL == frag->data) {
+        if (NULL != frag->big) {
+            frag->data = frag->big->ptr;
+        } else if (NULL != (frag->data = malloc(len))) {
+            frag->heap = true;
+        } else {
             frag->data = frag->inline_data;
             opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
             return NULL;
         }
-        frag->heap = true;
     } else {
         frag->data = frag->inline_data;
-        frag->heap = false;
     }
     return frag;
 }
@@ -193,28 +183,15 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
 
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag)
 {
-    if (frag->heap) {
-        void *buf = frag->data;
-        OPAL_THREAD_LOCK(&mca_pml_mdq.spare_lock);
-        if (mca_pml_mdq.nspare < MDQ_SPARE_BUFFERS) {
-            mca_pml_mdq.spare[mca_pml_mdq.nspare] = buf;
-            mca_pml_mdq.spare_cap[mca_pml_mdq.nspare] = frag->heap_cap;
-            ++mca_pml_mdq.nspare;
-            buf = NULL;
-        }
-        OPAL_THREAD_UNLOCK(&mca_pml_mdq.spare_lock);
-        free(buf);
+    if (NULL != frag->big) {
+        opal_free_list_return(&mca_pml_mdq.big_bufs, frag->big);
+        frag->big = NULL;
+    } else if (frag->heap) {
+        free(frag->data);
         frag->heap = false;
-        frag->data = frag->inline_data;
     }
+    frag->data = frag->inline_data;
     opal_free_list_return(&mca_pml_mdq.frags, &frag->super);
-}
-
-void mca_pml_mdq_spare_buffers_free(void)
-{
-    while (mca_pml_mdq.nspare > 0) {
-        free(mca_pml_mdq.spare[--mca_pml_mdq.nspare]);
-    }
 }
 
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg)
@@ -321,8 +298,7 @@ int mca_pml_mdq_enable(bool enable)
     OBJ_CONSTRUCT(&mca_pml_mdq.comms, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.nocomm_frags, opal_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.frags, opal_free_list_t);
-    OBJ_CONSTRUCT(&mca_pml_mdq.spare_lock, opal_mutex_t);
-    mca_pml_mdq.nspare = 0;
+    OBJ_CONSTRUCT(&mca_pml_mdq.big_bufs, opal_free_list_t);
     mca_pml_mdq.pending_count = 0;
 
     mca_pml_mdq.pool = mdq_match_pool_create();
@@ -335,6 +311,13 @@ int mca_pml_mdq_enable(bool enable)
                              opal_cache_line_size, mca_pml_mdq.free_list_num,
                              mca_pml_mdq.free_list_max, mca_pml_mdq.free_list_inc, NULL, 0, NULL,
                              NULL, NULL);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    rc = opal_free_list_init(&mca_pml_mdq.big_bufs, sizeof(opal_free_list_item_t),
+                             opal_cache_line_size, OBJ_CLASS(opal_free_list_item_t),
+                             mca_pml_mdq.big_buf_size, opal_cache_line_size, 0,
+                             MDQ_BIG_BUFFERS_MAX, 1, NULL, 0, NULL, NULL, NULL);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }

@@ -34,7 +34,8 @@ enum {
     MDQ_RNDV_PIPELINE = 3, /* send/recv fragments only */
 };
 
-#define MDQ_SPARE_BUFFERS 8
+/* most large-fragment buffers kept for reuse (one BTL piece each) */
+#define MDQ_BIG_BUFFERS_MAX 16
 
 /* counters exported as MPI_T pvars */
 typedef struct mca_pml_mdq_counters {
@@ -87,13 +88,11 @@ typedef struct mca_pml_mdq_module {
 
     mca_pml_mdq_counters_t counters;
 
-    /* a few freed heap buffers of large fragments (medium messages) kept
-     * for reuse: a malloc/free per message let glibc hand the pages back
-     * and fault them in again every time */
-    opal_mutex_t spare_lock;
-    int nspare;
-    void *spare[MDQ_SPARE_BUFFERS];
-    size_t spare_cap[MDQ_SPARE_BUFFERS];
+    /* buffers of one BTL piece (largest max send size) for fragments above
+     * max_eager, reused: a malloc/free per medium message let glibc hand the
+     * pages back and fault them in again every time */
+    opal_free_list_t big_bufs;
+    size_t big_buf_size;
 } mca_pml_mdq_module_t;
 
 extern mca_pml_mdq_module_t mca_pml_mdq;
@@ -132,8 +131,8 @@ typedef struct mca_pml_mdq_frag {
     uint8_t type;               /* MDQ_TAG_* */
     size_t len;                 /* payload bytes stored in data */
     unsigned char *data;
-    bool heap;
-    size_t heap_cap;            /* bytes of a heap data buffer */
+    bool heap;                  /* data is malloc'ed (larger than a big buffer) */
+    opal_free_list_item_t *big; /* data is this big_bufs buffer */
     struct mca_pml_mdq_recv_request *matched; /* set while a replayed fragment awaits delivery */
     uint64_t msreq;             /* medium assembly: message id (sender, request, sequence) */
     int32_t msrc;
@@ -216,7 +215,6 @@ static inline mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, i
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 void mca_pml_mdq_frag_release(mca_pml_mdq_frag_t *frag);
-void mca_pml_mdq_spare_buffers_free(void);
 void mca_pml_mdq_frag_to_msg(mca_pml_mdq_frag_t *frag, mca_pml_mdq_msg_t *msg);
 
 /* arrival of a matched message in sequence order handling (recv side) */

@@ -290,6 +290,7 @@ static mca_pml_base_module_t *mca_pml_mdq_component_init(int *priority, bool ena
     }
 
     mca_pml_mdq.max_eager = 0;
+    mca_pml_mdq.big_buf_size = 0;
     OPAL_LIST_FOREACH (sm, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t) {
         mca_btl_base_module_t *btl = sm->btl_module;
         if (btl->btl_flags & MCA_BTL_FLAGS_SINGLE_ADD_PROCS) {
@@ -297,6 +298,9 @@ static mca_pml_base_module_t *mca_pml_mdq_component_init(int *priority, bool ena
         }
         if (btl->btl_eager_limit > mca_pml_mdq.max_eager) {
             mca_pml_mdq.max_eager = btl->btl_eager_limit;
+        }
+        if (btl->btl_max_send_size > mca_pml_mdq.big_buf_size) {
+            mca_pml_mdq.big_buf_size = btl->btl_max_send_size;
         }
     }
     MDQ_VERBOSE(10, "pml:mdq: init, priority %d, max eager %zu", *priority, mca_pml_mdq.max_eager);
@@ -317,8 +321,7 @@ int mca_pml_mdq_component_fini(void)
     (void) mca_pml_base_bsend_fini();
 
     OBJ_DESTRUCT(&mca_pml_mdq.frags);
-    mca_pml_mdq_spare_buffers_free();
-    OBJ_DESTRUCT(&mca_pml_mdq.spare_lock);
+    OBJ_DESTRUCT(&mca_pml_mdq.big_bufs);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_send);
     OBJ_DESTRUCT(&mca_pml_mdq.pending_recv);
     OPAL_LIST_DESTRUCT(&mca_pml_mdq.pending_ctl);
