@@ -40,6 +40,7 @@ typedef struct ompi_osc_nbe_component {
     bool     progress_registered;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
     opal_hash_table_t modules;     /* window id -> module */
+    opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
     uint32_t next_window_id;       /* lowest id this process may still use */
     opal_list_t      module_list;
     int      nwindows;
@@ -182,13 +183,6 @@ typedef struct ompi_osc_nbe_op {
 /* shared-memory segment of Win_allocate_shared */
 int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
                              void **base);
-/* local address of a peer's window memory in the shared mapping: on
- * shared-memory windows peer bases are addresses in this process's mapping */
-static inline void *ompi_osc_nbe_shm_ptr(ompi_osc_nbe_module_t *module, int peer, uint64_t addr)
-{
-    (void) module; (void) peer;
-    return (void *) (uintptr_t) addr;
-}
 /* fill a peer's geometry from the segment (false if not a shared-memory window) */
 bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_osc_nbe_peer_t *g);
 /* lock-word bookkeeping of shared-memory windows */
@@ -229,7 +223,7 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 /* frees the process-wide cache of op objects (component close) */
-void ompi_osc_nbe_op_cache_fini(void);
+int ompi_osc_nbe_ops_init(void);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);

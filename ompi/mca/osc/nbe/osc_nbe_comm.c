@@ -45,31 +45,35 @@ static ompi_op_t *op_from_idx(int idx)
 /* ---------------------------------------------------------------- */
 /* op objects */
 
-/* A small process-wide cache of operation objects: an RMA call on the
- * message path neither mallocs nor frees its op in the steady state. nbe
- * declines MPI_THREAD_MULTIPLE, so the cache needs no lock. */
-#define NBE_OP_CACHE_MAX 64
-static ompi_osc_nbe_op_t *op_cache[NBE_OP_CACHE_MAX];
-static int op_cache_n;
+/* Operation objects come from a component free list: an RMA call on the
+ * message path neither mallocs nor frees its op in the steady state. */
+typedef struct {
+    opal_free_list_item_t super;
+    ompi_osc_nbe_op_t op;
+} ompi_osc_nbe_op_slot_t;
 
-static ompi_osc_nbe_op_t *op_cache_get(void)
+int ompi_osc_nbe_ops_init(void)
 {
-    if (0 == op_cache_n) return calloc(1, sizeof(ompi_osc_nbe_op_t));
-    ompi_osc_nbe_op_t *op = op_cache[--op_cache_n];
-    memset(op, 0, sizeof(*op));
-    return op;
+    OBJ_CONSTRUCT(&mca_osc_nbe_component.ops, opal_free_list_t);
+    return opal_free_list_init(&mca_osc_nbe_component.ops, sizeof(ompi_osc_nbe_op_slot_t),
+                               opal_cache_line_size, OBJ_CLASS(opal_free_list_item_t), 0,
+                               opal_cache_line_size, 0, -1, 16, NULL, 0, NULL, NULL, NULL);
 }
 
-static void op_cache_put(ompi_osc_nbe_op_t *op)
+static ompi_osc_nbe_op_t *op_get(void)
 {
-    if (op_cache_n < NBE_OP_CACHE_MAX) op_cache[op_cache_n++] = op;
-    else free(op);
+    ompi_osc_nbe_op_slot_t *slot =
+        (ompi_osc_nbe_op_slot_t *) opal_free_list_get(&mca_osc_nbe_component.ops);
+    if (NULL == slot) return NULL;
+    memset(&slot->op, 0, sizeof(slot->op));
+    return &slot->op;
 }
 
-/* component close: give the cached objects back */
-void ompi_osc_nbe_op_cache_fini(void)
+/* back to the free list, without releasing what the op references */
+static void op_put(ompi_osc_nbe_op_t *op)
 {
-    while (op_cache_n) free(op_cache[--op_cache_n]);
+    opal_free_list_return(&mca_osc_nbe_component.ops,
+                          (opal_free_list_item_t *) ((char *) op - offsetof(ompi_osc_nbe_op_slot_t, op)));
 }
 
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
@@ -81,7 +85,7 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
     free(op->stream_alloc);
     free(op->result_alloc);
     if (op->plan != &op->plan1) free(op->plan);
-    op_cache_put(op);
+    op_put(op);
 }
 
 static void request_complete(ompi_osc_nbe_request_t *req)
@@ -501,9 +505,8 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     int rc = OMPI_SUCCESS;
 
     if (op->super.target == module->rank || NULL != module->shm_base) {
-        void *target = op->super.target == module->rank
-            ? (void *) (uintptr_t) op->target_addr
-            : ompi_osc_nbe_shm_ptr(module, op->super.target, op->target_addr);
+        /* self, or a shared-memory window: peer bases are addresses in our mapping */
+        void *target = (void *) (uintptr_t) op->target_addr;
         module->bytes += dt_bytes(op->target_dt, op->target_count);
         apply_local(op, target);
         /* the data is in place before any later DONE/UNLOCK leaves */
@@ -654,7 +657,7 @@ static int start_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op,
 
 static ompi_osc_nbe_op_t *new_op(ompi_osc_nbe_module_t *module, int type, int target)
 {
-    ompi_osc_nbe_op_t *op = op_cache_get();
+    ompi_osc_nbe_op_t *op = op_get();
     if (NULL == op) return NULL;
     op->type = type;
     op->module = module;
@@ -809,7 +812,7 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
     rc = acc_elem(op);
     op->elem_dt = NULL;
     if (OMPI_SUCCESS != rc) {
-        op_cache_put(op);
+        op_put(op);
         return rc;
     }
     return start_op(module, op, request);

@@ -266,7 +266,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OBJ_CONSTRUCT(&mca_osc_nbe_component.modules, opal_hash_table_t);
     opal_hash_table_init(&mca_osc_nbe_component.modules, 16);
     OBJ_CONSTRUCT(&mca_osc_nbe_component.module_list, opal_list_t);
-    return OMPI_SUCCESS;
+    return ompi_osc_nbe_ops_init();
 }
 
 static int component_finalize(void)
@@ -279,7 +279,7 @@ static int component_finalize(void)
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
-    ompi_osc_nbe_op_cache_fini();
+    OBJ_DESTRUCT(&mca_osc_nbe_component.ops);
     return OMPI_SUCCESS;
 }
 
