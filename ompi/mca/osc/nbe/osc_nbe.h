@@ -19,6 +19,7 @@
 #include "ompi/mca/osc/base/base.h"
 
 #include "nbe_engine.h"
+#include "nbe_ring.h"
 
 BEGIN_C_DECLS
 
@@ -61,6 +62,15 @@ typedef struct ompi_osc_nbe_region {
     size_t    len;
 } ompi_osc_nbe_region_t;
 
+/* a group of Win_start/Win_post translated to the window's ranks, sorted;
+ * kept (with a reference on the group) while the next call passes the same
+ * group, as PSCW loops do */
+typedef struct ompi_osc_nbe_group_cache {
+    struct ompi_group_t *group;
+    int                 *ranks;
+    int                  n;
+} ompi_osc_nbe_group_cache_t;
+
 typedef struct ompi_osc_nbe_module {
     ompi_osc_base_module_t super;
     opal_list_item_t       list_item;
@@ -91,6 +101,11 @@ typedef struct ompi_osc_nbe_module {
     int                    shm_nheld, shm_cap_held;
     size_t                 shm_len;
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
+    nbe_ring_t            *shm_rings;      /* per-rank control-message rings, in the segment */
+    uint64_t               ring_head;      /* next position of my ring */
+    struct ompi_osc_nbe_ring_pend *ring_pend; /* control messages waiting for a full ring, FIFO */
+    size_t                 ring_npend, ring_cap_pend;
+    ompi_osc_nbe_group_cache_t gc_start, gc_post;
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 
@@ -201,6 +216,10 @@ void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
+/* control messages through the segment's rings: send (queued in order
+ * while the peer's ring is full), and the receive side of progress */
+int  ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg);
+int  ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);
@@ -228,6 +247,7 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);
+void ompi_osc_nbe_group_cache_clear(ompi_osc_nbe_group_cache_t *gc);
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                               const char *payload, size_t paylen);
 

@@ -277,6 +277,7 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
 {
     ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
     nbe_am_hdr_t hdr;
+    if (NULL != module->shm_rings) return ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = NBE_AM_CTRL;
     hdr.src = module->rank;
@@ -399,7 +400,8 @@ int ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module)
 
 int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
 {
-    int count = ompi_osc_nbe_drain(module);
+    int count = module->shm_rings ? ompi_osc_nbe_shm_poll_ctrl(module) : 0;
+    count += ompi_osc_nbe_drain(module);
     count += nbe_progress(module->engine);
     if (!opal_list_is_empty(&module->outq)) count += ompi_osc_nbe_drain(module);
     return count;

@@ -318,6 +318,8 @@ static void module_release(ompi_osc_nbe_module_t *module)
     OBJ_DESTRUCT(&module->outq);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
+    ompi_osc_nbe_group_cache_clear(&module->gc_start);
+    ompi_osc_nbe_group_cache_clear(&module->gc_post);
     if (module->comm) OBJ_RELEASE(module->comm);
     free(module->regions);
     free(module->free_after);
@@ -437,7 +439,8 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     if (NBE_OK != ret) return OMPI_ERR_RMA_SYNC;
     module->freeing = true;
     /* Rule 10(b): every epoch completes before the window goes away */
-    while (!nbe_engine_idle(module->engine) || !opal_list_is_empty(&module->outq)) {
+    while (!nbe_engine_idle(module->engine) || !opal_list_is_empty(&module->outq) ||
+           module->ring_npend) {
         opal_progress();
     }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);

@@ -31,7 +31,9 @@ typedef struct ompi_osc_nbe_shm_geom {
 } ompi_osc_nbe_shm_geom_t;
 
 /* Layout: a header (accumulate lock), one lock word and one exposure word
- * per rank, one geometry entry per rank, then the segments back to back.
+ * per rank, one geometry entry per rank, one control-message ring per rank
+ * (nbe_ring.h; untouched, so not resident, until a peer sends that rank a
+ * control message), then the segments back to back.
  * Every per-rank table lives in the shared segment; the process-private
  * cost of the window does not grow with the number of processes. */
 int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
@@ -53,7 +55,8 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
                                       comm->c_coll->coll_allreduce_module);
     if (OMPI_SUCCESS != rc) return rc;
     uint64_t tables = NBE_SHM_HEADER + 16 * (uint64_t) n + sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
-    uint64_t first = (tables + 63) & ~(uint64_t) 63;
+    uint64_t rings = (tables + 63) & ~(uint64_t) 63;
+    uint64_t first = rings + NBE_RING_BYTES * (uint64_t) n;
     module->shm_len = first + sum;
 
     memset(name, 0, sizeof(name));
@@ -87,6 +90,7 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
     module->shm_locks = (volatile int64_t *) (module->shm_base + NBE_SHM_HEADER);
     module->shm_expo = module->shm_locks + n;
     module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
+    module->shm_rings = (nbe_ring_t *) (module->shm_base + rings);
     /* the others read it only after the creation's closing barrier */
     module->shm_geom[module->rank].off = first + before;
     module->shm_geom[module->rank].size = size;
@@ -203,6 +207,10 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     module->shm_locks = NULL;
     module->shm_expo = NULL;
     module->shm_geom = NULL;
+    module->shm_rings = NULL;
+    free(module->ring_pend);
+    module->ring_pend = NULL;
+    module->ring_npend = module->ring_cap_pend = 0;
     free(module->shm_held);
     module->shm_held = NULL;
     module->shm_nheld = module->shm_cap_held = 0;
@@ -230,4 +238,62 @@ int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, in
     *disp_unit = (int) g.disp_unit;
     *(void **) baseptr = *size ? (void *) (uintptr_t) g.base : NULL;
     return OMPI_SUCCESS;
+}
+
+/* ---- control messages through the segment ----
+ * On a shared-memory window every RMA operation is a load/store, so the
+ * engine's control messages (PSCW GRANT/DONE, flush and unlock requests)
+ * are the only traffic. They go into the receiver's ring in the segment;
+ * the receiver drains its ring from the progress loop. A message for a full
+ * ring waits here, and so does every later one (the engine relies on the
+ * order of control messages between a pair). */
+typedef struct ompi_osc_nbe_ring_pend {
+    int        peer;
+    nbe_ctrl_t msg;
+} ompi_osc_nbe_ring_pend_t;
+
+static int ring_retry(ompi_osc_nbe_module_t *module)
+{
+    size_t done = 0;
+    while (done < module->ring_npend) {
+        ompi_osc_nbe_ring_pend_t *p = &module->ring_pend[done];
+        if (0 != nbe_ring_push(&module->shm_rings[p->peer], &p->msg)) break;
+        done++;
+    }
+    if (done) {
+        memmove(module->ring_pend, module->ring_pend + done,
+                (module->ring_npend - done) * sizeof(*module->ring_pend));
+        module->ring_npend -= done;
+    }
+    return (int) done;
+}
+
+int ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg)
+{
+    if (0 == module->ring_npend && 0 == nbe_ring_push(&module->shm_rings[peer], msg)) {
+        return OMPI_SUCCESS;
+    }
+    if (module->ring_npend == module->ring_cap_pend) {
+        size_t ncap = module->ring_cap_pend ? 2 * module->ring_cap_pend : 16;
+        ompi_osc_nbe_ring_pend_t *np = realloc(module->ring_pend, ncap * sizeof(*np));
+        if (NULL == np) return OMPI_ERR_OUT_OF_RESOURCE;
+        module->ring_pend = np;
+        module->ring_cap_pend = ncap;
+    }
+    module->ring_pend[module->ring_npend].peer = peer;
+    module->ring_pend[module->ring_npend].msg = *msg;
+    module->ring_npend++;
+    return OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module)
+{
+    int count = module->ring_npend ? ring_retry(module) : 0;
+    nbe_ring_t *mine = &module->shm_rings[module->rank];
+    nbe_ctrl_t msg;
+    while (nbe_ring_ready(mine, module->ring_head) && nbe_ring_pop(mine, &module->ring_head, &msg)) {
+        nbe_on_ctrl(module->engine, &msg);
+        count++;
+    }
+    return count;
 }

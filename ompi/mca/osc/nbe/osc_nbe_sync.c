@@ -80,9 +80,31 @@ static int nbe_assert(int mpi_assert)
     return a;
 }
 
-/* group ranks -> ranks of the window's communicator */
-static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group, int **out, int *n)
+static int cmp_rank(const void *a, const void *b)
 {
+    int x = *(const int *) a, y = *(const int *) b;
+    return (x > y) - (x < y);
+}
+
+void ompi_osc_nbe_group_cache_clear(ompi_osc_nbe_group_cache_t *gc)
+{
+    if (gc->group) OBJ_RELEASE(gc->group);
+    free(gc->ranks);
+    gc->group = NULL;
+    gc->ranks = NULL;
+    gc->n = 0;
+}
+
+/* group ranks -> ranks of the window's communicator, sorted (the engine
+ * keeps epoch legs in rank order); the cache answers repeated groups */
+static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group,
+                       ompi_osc_nbe_group_cache_t *gc, const int **out, int *n)
+{
+    if (gc->group == group) {
+        *out = gc->ranks;
+        *n = gc->n;
+        return OMPI_SUCCESS;
+    }
     int size = ompi_group_size(group);
     int *in = malloc(sizeof(int) * (size_t) (size ? size : 1));
     int *ranks = malloc(sizeof(int) * (size_t) (size ? size : 1));
@@ -104,6 +126,12 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group, int *
             return OMPI_ERR_BAD_PARAM;
         }
     }
+    qsort(ranks, (size_t) size, sizeof(int), cmp_rank);
+    ompi_osc_nbe_group_cache_clear(gc);
+    OBJ_RETAIN(group);
+    gc->group = group;
+    gc->ranks = ranks;
+    gc->n = size;
     *out = ranks;
     *n = size;
     return OMPI_SUCCESS;
@@ -143,11 +171,11 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    int *ranks, n;
-    int rc = group_ranks(module, group, &ranks, &n);
+    const int *ranks;
+    int n;
+    int rc = group_ranks(module, group, &module->gc_start, &ranks, &n);
     if (OMPI_SUCCESS != rc) return rc;
     rc = nbe_istart(module->engine, ranks, n, nbe_assert(assert), NULL);
-    free(ranks);
     return ompi_osc_nbe_err(rc);
 }
 
@@ -163,11 +191,11 @@ int ompi_osc_nbe_complete(struct ompi_win_t *win)
 int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    int *ranks, n;
-    int rc = group_ranks(module, group, &ranks, &n);
+    const int *ranks;
+    int n;
+    int rc = group_ranks(module, group, &module->gc_post, &ranks, &n);
     if (OMPI_SUCCESS != rc) return rc;
     rc = nbe_ipost(module->engine, ranks, n, nbe_assert(assert), NULL);
-    free(ranks);
     if (NBE_OK == rc) ompi_osc_nbe_progress_module(module);
     return ompi_osc_nbe_err(rc);
 }
