@@ -220,6 +220,9 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
  * while the peer's ring is full), and the receive side of progress */
 int  ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_register_params(const mca_base_component_t *c);
+void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *name,
+                                   const char *desc, unsigned long long *counter);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);

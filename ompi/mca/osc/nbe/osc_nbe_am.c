@@ -447,9 +447,9 @@ static bool btl_remote_complete(const mca_btl_base_module_t *btl)
     return false;
 }
 
-/* a process-wide counter of this file as an MPI_T pvar */
-static void register_counter(const mca_base_component_t *c, const char *name, const char *desc,
-                             unsigned long long *counter)
+/* a process-wide counter as an MPI_T pvar */
+void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *name,
+                                   const char *desc, unsigned long long *counter)
 {
     (void) mca_base_component_pvar_register(c, name, desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
         MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
@@ -475,7 +475,7 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "Pack consecutive small put fragments to one peer into one active message of at most "
         "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
         "packed. 0: one message per put", 4096, &aggregate_size);
-    register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
+    ompi_osc_nbe_register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
                      "message", &pv_packed);
     register_uint(c, "rdma_get_threshold",
         "Contiguous gets of at least this many bytes use the BTL's RDMA get (vader CMA) instead "
@@ -488,9 +488,9 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "need no round trip for it. Empty: every RDMA put is followed by a counted FIN",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &remote_complete_list);
-    register_counter(c, "rdma_local_complete", "RDMA puts/gets that completed inside the BTL call "
+    ompi_osc_nbe_register_counter(c, "rdma_local_complete", "RDMA puts/gets that completed inside the BTL call "
                      "and were counted complete at the origin (no FIN frame)", &pv_rdma_local);
-    register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);
+    ompi_osc_nbe_register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);
 }
 
 static void parse_remote_complete(void)

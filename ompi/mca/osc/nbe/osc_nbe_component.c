@@ -204,6 +204,7 @@ static int component_register(void)
         &mca_osc_nbe_component.btl_tag);
 
     ompi_osc_nbe_am_register_params(c);
+    ompi_osc_nbe_shm_register_params(c);
 
     register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_DEFERRED);

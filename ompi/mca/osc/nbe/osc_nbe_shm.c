@@ -252,6 +252,21 @@ typedef struct ompi_osc_nbe_ring_pend {
     nbe_ctrl_t msg;
 } ompi_osc_nbe_ring_pend_t;
 
+static unsigned long long pv_ring_msgs;   /* control messages through rings */
+static unsigned long long pv_ring_full;   /* ... that found the ring full and waited */
+
+void ompi_osc_nbe_shm_register_params(const mca_base_component_t *c)
+{
+    ompi_osc_nbe_register_counter(c, "shm_ctrl_messages",
+        "Engine control messages (PSCW grants and completions, flush and unlock requests) "
+        "sent through the control rings of shared-memory windows instead of the BTL",
+        &pv_ring_msgs);
+    ompi_osc_nbe_register_counter(c, "shm_ctrl_ring_full",
+        "Control messages of shared-memory windows queued by the sender because the "
+        "receiver's ring was full (16 messages waiting) or earlier ones were still queued",
+        &pv_ring_full);
+}
+
 static int ring_retry(ompi_osc_nbe_module_t *module)
 {
     size_t done = 0;
@@ -270,9 +285,11 @@ static int ring_retry(ompi_osc_nbe_module_t *module)
 
 int ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg)
 {
+    pv_ring_msgs++;
     if (0 == module->ring_npend && 0 == nbe_ring_push(&module->shm_rings[peer], msg)) {
         return OMPI_SUCCESS;
     }
+    pv_ring_full++;
     if (module->ring_npend == module->ring_cap_pend) {
         size_t ncap = module->ring_cap_pend ? 2 * module->ring_cap_pend : 16;
         ompi_osc_nbe_ring_pend_t *np = realloc(module->ring_pend, ncap * sizeof(*np));
