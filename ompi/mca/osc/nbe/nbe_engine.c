@@ -82,6 +82,7 @@ struct nbe_engine {
     volatile int64_t *expo_word;
     nbe_stats_t      stats;
     int              scan_dirty;
+    int              dirty;          /* an event since the last progress run */
     int              local_fence;    /* the glue synchronizes fences itself */     /* an epoch was opened, closed or changed state */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
@@ -125,6 +126,7 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
             e->loop_cap = ncap;
         }
         e->loop[e->loop_n++] = m;
+        e->dirty = 1;
         return;
     }
     e->tx.send_ctrl(e->ctx, peer, &m);
@@ -726,6 +728,7 @@ static int process_watch(nbe_engine_t *e)
 void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
 {
     nbe_trait_t *tr;
+    e->dirty = 1;
     switch (m->type) {
     case NBE_CTRL_GRANT:
         tr = trait(e, m->src);
@@ -782,6 +785,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
 
 void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t fence_tag)
 {
+    e->dirty = 1;
     if (fence_tag) {
         e->fslot[fence_tag % 3].ops_in++;
     } else {
@@ -798,12 +802,14 @@ uint64_t nbe_ops_in_from(nbe_engine_t *e, int src)
 void nbe_note_remote_ack(nbe_engine_t *e, int target, uint64_t ops)
 {
     nbe_trait_t *tr = trait(e, target);
+    e->dirty = 1;
     if (ops > tr->flush_acked) tr->flush_acked = ops;
 }
 
 void nbe_op_local_done(nbe_engine_t *e, int target)
 {
     nbe_trait_t *tr = trait(e, target);
+    e->dirty = 1;
     if (tr->pending_local) tr->pending_local--;
     if (e->pending_local_total) e->pending_local_total--;
 }
@@ -899,22 +905,26 @@ static int flush_step(nbe_engine_t *e)
 
 /* ------------------------------------------------------------------ */
 
-int nbe_progress(nbe_engine_t *e)
+/* Every change of state the loop below reacts to enters through an event
+ * (nbe_on_ctrl, nbe_on_op_arrived, nbe_note_remote_ack, nbe_op_local_done,
+ * a loopback message) or a synchronization call. Events set e->dirty; the
+ * calls run the loop themselves. A progress poll with nothing new (a
+ * process spinning in opal_progress for an ack) returns at once instead of
+ * walking every epoch. */
+static int progress_run(nbe_engine_t *e)
 {
     int total = 0, changed;
     if (e->in_progress) return 0;
     e->in_progress = 1;
+    e->dirty = 0;   /* an event while the loop runs sets it again */
     do {
         changed = 0;
-        while (e->loop_n) {
-            /* handlers never send, so the loop queue does not grow here */
+        if (e->loop_n) {
+            /* handlers never send, so the loop queue does not change
+             * while it is read */
             size_t n = e->loop_n;
-            nbe_ctrl_t *msgs = malloc(n * sizeof(*msgs));
-            if (NULL == msgs) abort();
-            memcpy(msgs, e->loop, n * sizeof(*msgs));
+            for (size_t i = 0; i < n; ++i) nbe_on_ctrl(e, &e->loop[i]);
             e->loop_n = 0;
-            for (size_t i = 0; i < n; ++i) nbe_on_ctrl(e, &msgs[i]);
-            free(msgs);
             changed = 1;
         }
         changed |= lock_try_grant(e);
@@ -952,6 +962,11 @@ int nbe_progress(nbe_engine_t *e)
     return total;
 }
 
+int nbe_progress(nbe_engine_t *e)
+{
+    return e->dirty ? progress_run(e) : 0;
+}
+
 /* open an epoch: append, try to activate at once, count it if deferred */
 static void open_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
 {
@@ -966,7 +981,7 @@ static void open_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
         (ep->assert_bits & NBE_MODE_NOCHECK)) {
         return;
     }
-    nbe_progress(e);
+    progress_run(e);
 }
 
 /* a later synchronization closes an idle fence epoch (MPI: a fence opens an
@@ -1016,7 +1031,7 @@ int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
         e->cur_fence = ep;
         open_epoch(e, ep);
     } else {
-        nbe_progress(e);
+        progress_run(e);
     }
     if (!bound) req_done(e, r);
     return NBE_OK;
@@ -1043,7 +1058,7 @@ int nbe_icomplete(nbe_engine_t *e, nbe_req_t **out)
     if (alloc_req(e, out, NBE_REQ_COMPLETE, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_start, r);
     e->cur_start = NULL;
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1068,7 +1083,7 @@ int nbe_iwait(nbe_engine_t *e, nbe_req_t **out)
     if (alloc_req(e, out, NBE_REQ_WAIT, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_post, r);
     e->cur_post = NULL;
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1077,7 +1092,7 @@ int nbe_test_exposure(nbe_engine_t *e, int *flag)
     nbe_epoch_t *ep = e->cur_post;
     *flag = 0;
     if (NULL == ep) return NBE_ERR_SYNC;
-    nbe_progress(e);
+    progress_run(e);
     if (NBE_EPOCH_ACTIVE != ep->state) return NBE_OK;
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
@@ -1086,7 +1101,7 @@ int nbe_test_exposure(nbe_engine_t *e, int *flag)
     }
     epoch_close_app(e, ep, NULL);
     e->cur_post = NULL;
-    nbe_progress(e);
+    progress_run(e);
     *flag = 1;
     return NBE_OK;
 }
@@ -1138,7 +1153,7 @@ int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
         finish_epoch(e, ep);
         if (NULL == e->head) return NBE_OK;   /* no later epoch to activate */
     }
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1164,7 +1179,7 @@ int nbe_iunlock_all(nbe_engine_t *e, nbe_req_t **out)
     if (alloc_req(e, out, NBE_REQ_UNLOCK_ALL, &r)) return NBE_ERR_NOMEM;
     epoch_close_app(e, e->cur_lock_all, r);
     e->cur_lock_all = NULL;
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1189,7 +1204,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     r->next = e->flushes;
     e->flushes = r;
     if (out) *out = r;
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1250,6 +1265,7 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
     if (op->target < 0 || op->target >= e->size) return NBE_ERR_ARG;
     nbe_epoch_t *ep = find_access(e, op->target);
     if (NULL == ep) return NBE_ERR_SYNC;
+    e->dirty = 1;
     ep->had_ops = 1;
     if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, op->target)) {
         nbe_leg_t *l = leg_insert(ep, op->target);
@@ -1266,7 +1282,7 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
     ep->queued++;
     e->queued_total++;
     e->stats.ops_recorded++;
-    nbe_progress(e);
+    progress_run(e);
     return NBE_OK;
 }
 
@@ -1274,7 +1290,7 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
  * returns (a store into shared memory): the engine's part of issuing it with
  * no counted message, minus the op record. Only when the access epoch is
  * active, nothing is recorded ahead of it and the target has granted. */
-int nbe_rma_direct(nbe_engine_t *e, int target)
+static int direct_ready(nbe_engine_t *e, int target, nbe_epoch_t **out)
 {
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_epoch_t *ep = find_access(e, target);
@@ -1283,8 +1299,33 @@ int nbe_rma_direct(nbe_engine_t *e, int target)
     if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, target)) return NBE_AGAIN;
     if (!target_granted(e, ep, target)) return NBE_AGAIN;
     ep->had_ops = 1;
-    e->stats.ops_issued++;
+    *out = ep;
     return NBE_OK;
+}
+
+int nbe_rma_direct(nbe_engine_t *e, int target)
+{
+    nbe_epoch_t *ep;
+    int rc = direct_ready(e, target, &ep);
+    if (NBE_OK == rc) e->stats.ops_issued++;
+    return rc;
+}
+
+int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *fence_tag)
+{
+    nbe_epoch_t *ep;
+    int rc = direct_ready(e, target, &ep);
+    if (NBE_OK == rc) *fence_tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
+    return rc;
+}
+
+void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t fence_tag)
+{
+    nbe_trait_t *tr = trait(e, target);
+    if (fence_tag) tr->fence_ops_out++;
+    else tr->ops_out++;
+    e->stats.ops_issued++;
+    e->dirty = 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1374,7 +1415,7 @@ int nbe_engine_can_free(nbe_engine_t *e)
         e->cur_fence->implicit = 1;
         epoch_close_app(e, e->cur_fence, NULL);
         e->cur_fence = NULL;
-        nbe_progress(e);
+        progress_run(e);
     }
     return NBE_OK;
 }

@@ -175,6 +175,14 @@ int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
  * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
  * access epoch covering target. */
 int nbe_rma_direct(nbe_engine_t *eng, int target);
+/* An operation the glue sends itself as one counted message, complete at
+ * the origin once handed to the network (a small put copied into an
+ * immediate send): nbe_rma_message() says whether it may go now (the same
+ * conditions as nbe_rma_direct) and gives the fence tag the message must
+ * carry; once sent, nbe_rma_message_sent() counts it. If the glue cannot
+ * send it, it goes through nbe_rma instead (nothing to undo). */
+int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *fence_tag);
+void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t fence_tag);
 /* NBE_OK if an open access epoch covers target (no side effects) */
 int nbe_check_access(nbe_engine_t *eng, int target);
 /* the glue finished an issued op locally (data sent / result arrived) */

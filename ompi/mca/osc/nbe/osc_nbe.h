@@ -235,6 +235,10 @@ int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
                              const void *payload, size_t paylen, bool may_queue);
 size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
+/* a small contiguous put sent now as one immediate PUT frame; OMPI_SUCCESS,
+ * or OMPI_ERR_OUT_OF_RESOURCE when the general path must take it */
+int  ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
+                          uint64_t fence_tag, const void *data, size_t len);
 /* contiguous put/get through the BTL's RDMA (from osc_nbe_rdma_threshold /
  * osc_nbe_rdma_get_threshold bytes on): -1 not taken (use active messages),
  * 0 complete at the origin (nothing counted), 1 in flight with one counted

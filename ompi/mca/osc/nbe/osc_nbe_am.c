@@ -192,7 +192,7 @@ static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_
  * the announced totals), puts and gets (MPI orders only accumulates; puts
  * and gets to one location in one epoch conflict). Accumulate, get-
  * accumulate and compare-and-swap frames keep the ordered path. */
-#define NBE_SENDI_MAX 512
+#define NBE_SENDI_MAX (1024 + 64)   /* a 1 KiB put and its header */
 
 static opal_convertor_t sendi_conv;    /* zero bytes: the whole frame is the "header" */
 static bool sendi_conv_ready;
@@ -252,6 +252,37 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
         mca_bml_base_free(bml_btl, des);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    return OMPI_SUCCESS;
+}
+
+/* A lone small put straight to the BTL's immediate send as one PUT frame:
+ * no op object, no staging, no plan (a put on a create window is an active
+ * message; this is that message and nothing else). Declined (the general
+ * path takes the put) when an order must be kept or packing applies: a
+ * frame of this window waits in its out-queue, a packed frame is open, or
+ * the put continues a burst to this peer. */
+int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
+                         uint64_t fence_tag, const void *data, size_t len)
+{
+    if (!use_sendi || NULL != agg.module || !opal_list_is_empty(&module->outq) ||
+        (burst_module == module && burst_peer == peer) || len > agg_item_max() ||
+        len + sizeof(nbe_am_hdr_t) > NBE_SENDI_MAX) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
+    if (NULL == bml_btl || NULL == bml_btl->btl->btl_sendi) return OMPI_ERR_OUT_OF_RESOURCE;
+    nbe_am_hdr_t hdr;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = NBE_AM_PUT;
+    hdr.src = module->rank;
+    hdr.cid = module->cid;
+    hdr.fence_tag = fence_tag;
+    hdr.addr = addr;
+    hdr.len = (uint32_t) len;
+    if (OPAL_SUCCESS != try_sendi(bml_btl, &hdr, sizeof(hdr), data, len)) return OMPI_ERR_OUT_OF_RESOURCE;
+    /* the next small put to this peer packs, as after put_small */
+    burst_module = module;
+    burst_peer = peer;
     return OMPI_SUCCESS;
 }
 

@@ -751,6 +751,37 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
     return OMPI_SUCCESS;
 }
 
+/*
+ * Send-now put: a small contiguous MPI_Put to a peer whose memory is not
+ * mapped here (create/allocate windows across processes) whose access epoch
+ * lets it go now leaves as one immediate PUT frame, counted by the engine
+ * once handed to the BTL (ompi_osc_nbe_put_now says when it cannot).
+ * Returns 1 if the call was not taken.
+ */
+static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int origin_count,
+                        ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                        int target_count, ompi_datatype_t *target_dt)
+{
+    uint64_t addr, fence_tag;
+    if (NULL != module->shm_base || target == module->rank || MPI_PROC_NULL == target) return 1;
+    if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
+    size_t len = dt_bytes(origin_dt, origin_count);
+    if (0 == len || len != dt_bytes(target_dt, target_count)) return 1;
+    int rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    rc = nbe_rma_message(module->engine, target, &fence_tag);
+    if (NBE_AGAIN == rc) return 1;
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    const char *local = (const char *) origin + origin_dt->super.true_lb;
+    if (OMPI_SUCCESS != ompi_osc_nbe_put_now(module, target, addr + (uint64_t) target_dt->super.true_lb,
+                                             fence_tag, local, len)) {
+        return 1;
+    }
+    nbe_rma_message_sent(module->engine, target, fence_tag);
+    module->bytes += len;
+    return OMPI_SUCCESS;
+}
+
 /* put and get differ only in the direction of the transfer (a get lands in
  * result_addr, its origin buffer) */
 static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
@@ -764,6 +795,11 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
+    if (NBE_OP_PUT == type && NULL == request) {
+        rc = try_send_now(module, origin_addr, origin_count, origin_dt, target, target_disp,
+                          target_count, target_dt);
+        if (1 != rc) return rc;
+    }
     rc = begin_op(module, type, target, target_disp, target_count, target_dt,
                   dt_bytes(origin_dt, origin_count), request, &op);
     if (NULL == op) return rc;
