@@ -770,6 +770,12 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_FLUSH_REQ:
         tr = trait(e, m->src);
+        if (m->src != e->rank && !tr->flush_req_pending && tr->ops_in >= m->b) {
+            /* everything announced is here: answer now rather than from the
+             * next progress pass (not to self: loopback handlers never send) */
+            send_ctrl(e, m->src, NBE_CTRL_FLUSH_ACK, 0, tr->ops_in, 0, 0);
+            break;
+        }
         if (!tr->flush_req_pending || m->b > tr->flush_req_ops) tr->flush_req_ops = m->b;
         tr->flush_req_pending = 1;
         watch(e, tr);
@@ -1204,6 +1210,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     r->next = e->flushes;
     e->flushes = r;
     if (out) *out = r;
+    flush_step(e);   /* the FLUSH_REQ leaves before the rest of the progress pass */
     progress_run(e);
     return NBE_OK;
 }

@@ -128,16 +128,19 @@ enum {
     NBE_AM_FIN,      /* counted marker sent after an RDMA put/get completed */
     NBE_AM_GEOM_REQ, /* first touch: ask a peer for its window geometry */
     NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
-    NBE_AM_PUT_MULTI /* small put fragments packed in one frame, each counted */
+    NBE_AM_PUT_MULTI /* small put fragments packed in one frame, each counted,
+                        possibly closed by a control message */
 };
 
-/* one put fragment inside an NBE_AM_PUT_MULTI frame; its data follows,
- * padded to 8 bytes */
+/* one record inside an NBE_AM_PUT_MULTI frame: a put fragment (its data
+ * follows, padded to 8 bytes) or a control message that closes the frame
+ * (an nbe_ctrl_t follows: the flush/unlock/DONE that came after the puts) */
+enum { NBE_SUB_PUT = 0, NBE_SUB_CTRL = 1 };
 typedef struct nbe_am_sub {
     uint64_t addr;
     uint64_t fence_tag;
     uint32_t len;
-    uint32_t pad;
+    uint32_t kind;        /* NBE_SUB_* */
 } nbe_am_sub_t;
 
 typedef struct nbe_am_hdr {
@@ -223,6 +226,9 @@ int  ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *name,
                                    const char *desc, unsigned long long *counter);
+
+/* the window a frame addresses (NULL: none with that id here) */
+ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);

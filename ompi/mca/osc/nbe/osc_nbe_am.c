@@ -79,7 +79,8 @@ static struct {
     ompi_osc_nbe_module_t *module;   /* NULL: no open frame */
     int    peer;
     size_t len, cap;                 /* bytes used (header included), bound */
-    size_t n;                        /* put fragments in it */
+    size_t n;                        /* records (put fragments, control) in it */
+    bool   has_ctrl;                 /* closed by a control message */
     char  *buf;
 } agg;
 
@@ -92,7 +93,7 @@ static int agg_flush(void)
     if (NULL == agg.module) return OMPI_SUCCESS;
     nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
     int rc;
-    if (1 == agg.n) {
+    if (1 == agg.n && !agg.has_ctrl) {
         /* a lone put leaves as a plain PUT frame: no packing cost at the target */
         nbe_am_hdr_t one = *hdr;
         nbe_am_sub_t sub;
@@ -150,14 +151,35 @@ static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t 
         agg.peer = peer;
         agg.len = sizeof(*hdr);
         agg.n = 0;
+        agg.has_ctrl = false;
     }
-    nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len };
+    nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len,
+                         .kind = NBE_SUB_PUT };
     memcpy(agg.buf + agg.len, &sub, sizeof(sub));
     memcpy(agg.buf + agg.len + sizeof(sub), data, frag->len);
     agg.len += need;
     agg.n++;
     pv_packed++;
     if (agg.len + sizeof(nbe_am_sub_t) + 8 > agg.cap) (void) agg_flush();
+    return true;
+}
+
+/* a control message for the peer of the open frame closes that frame: it
+ * rides in it after the puts (one frame instead of two: a put followed by
+ * a flush, unlock, DONE or fence is one message to the target). false: no
+ * open frame to this peer or no room (send it on its own). */
+static bool agg_close_with_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg)
+{
+    size_t need = sizeof(nbe_am_sub_t) + sizeof(*msg);
+    if (agg.module != module || agg.peer != peer || agg.len + need > agg.cap) return false;
+    nbe_am_sub_t sub = { .addr = 0, .fence_tag = 0, .len = sizeof(*msg), .kind = NBE_SUB_CTRL };
+    memcpy(agg.buf + agg.len, &sub, sizeof(sub));
+    memcpy(agg.buf + agg.len + sizeof(sub), msg, sizeof(*msg));
+    agg.len += need;
+    agg.n++;
+    agg.has_ctrl = true;
+    /* busy: the frame stays open, still ahead of every later frame */
+    (void) agg_flush();
     return true;
 }
 
@@ -255,22 +277,18 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     return OMPI_SUCCESS;
 }
 
-/* A lone small put straight to the BTL's immediate send as one PUT frame:
- * no op object, no staging, no plan (a put on a create window is an active
- * message; this is that message and nothing else). Declined (the general
- * path takes the put) when an order must be kept or packing applies: a
- * frame of this window waits in its out-queue, a packed frame is open, or
- * the put continues a burst to this peer. */
+/* A small put taken without an op object, staging or plan (a put on a
+ * create window is an active message; this builds that message and nothing
+ * else). It goes into the open packed frame, which leaves with the next
+ * synchronization message to this peer (one frame for put + flush), before
+ * any other frame, when full, or at the next progress poll. With packing
+ * off (aggregate_size 0) it leaves at once as an immediate PUT frame.
+ * Declined (the general path takes the put) while a frame of this window
+ * waits in its out-queue, whose order must be kept. */
 int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
                          uint64_t fence_tag, const void *data, size_t len)
 {
-    if (!use_sendi || NULL != agg.module || !opal_list_is_empty(&module->outq) ||
-        (burst_module == module && burst_peer == peer) || len > agg_item_max() ||
-        len + sizeof(nbe_am_hdr_t) > NBE_SENDI_MAX) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
-    if (NULL == bml_btl || NULL == bml_btl->btl->btl_sendi) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (!opal_list_is_empty(&module->outq)) return OMPI_ERR_OUT_OF_RESOURCE;
     nbe_am_hdr_t hdr;
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = NBE_AM_PUT;
@@ -279,11 +297,18 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     hdr.fence_tag = fence_tag;
     hdr.addr = addr;
     hdr.len = (uint32_t) len;
-    if (OPAL_SUCCESS != try_sendi(bml_btl, &hdr, sizeof(hdr), data, len)) return OMPI_ERR_OUT_OF_RESOURCE;
-    /* the next small put to this peer packs, as after put_small */
-    burst_module = module;
-    burst_peer = peer;
-    return OMPI_SUCCESS;
+    if (len <= agg_item_max()) {
+        return agg_add(module, peer, &hdr, data) ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (0 != aggregate_size || !use_sendi || len + sizeof(hdr) > NBE_SENDI_MAX) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
+    if (NULL == bml_btl || NULL == bml_btl->btl->btl_sendi || NULL != agg.module) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OPAL_SUCCESS == try_sendi(bml_btl, &hdr, sizeof(hdr), data, len) ? OMPI_SUCCESS
+                                                                             : OMPI_ERR_OUT_OF_RESOURCE;
 }
 
 int ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
@@ -309,6 +334,7 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
     ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
     nbe_am_hdr_t hdr;
     if (NULL != module->shm_rings) return ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
+    if (agg_close_with_ctrl(module, peer, msg)) return OMPI_SUCCESS;
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = NBE_AM_CTRL;
     hdr.src = module->rank;
@@ -647,9 +673,8 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     }
     nbe_am_hdr_t hdr;
     memcpy(&hdr, buf, sizeof(hdr));
-    void *mod = NULL;
-    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_osc_nbe_component.modules, hdr.cid, &mod) ||
-        NULL == mod) {
+    void *mod = ompi_osc_nbe_window_lookup(hdr.cid);
+    if (NULL == mod) {
         opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
         free(tmp);
         return;

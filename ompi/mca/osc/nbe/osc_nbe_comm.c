@@ -167,7 +167,8 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         return;
     }
     case NBE_AM_PUT_MULTI:
-        /* packed small puts, each one counted operation */
+        /* packed small puts, each one counted operation, in order with the
+         * control message that may close the frame */
         while (paylen >= sizeof(nbe_am_sub_t)) {
             nbe_am_sub_t sub;
             memcpy(&sub, payload, sizeof(sub));
@@ -176,8 +177,15 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
                 opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
                 return;
             }
-            memcpy((void *) (uintptr_t) sub.addr, payload + sizeof(sub), sub.len);
-            nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);
+            if (NBE_SUB_CTRL == sub.kind) {
+                nbe_ctrl_t msg;
+                if (sub.len != sizeof(msg)) return;
+                memcpy(&msg, payload + sizeof(sub), sizeof(msg));
+                nbe_on_ctrl(module->engine, &msg);
+            } else {
+                memcpy((void *) (uintptr_t) sub.addr, payload + sizeof(sub), sub.len);
+                nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);
+            }
             if (step >= paylen) break;
             payload += step;
             paylen -= step;

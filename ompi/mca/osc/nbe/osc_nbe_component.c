@@ -246,6 +246,21 @@ static void subscribe_info(ompi_win_t *win, int flavor)
     }
 }
 
+/* window id -> module, with a one-entry cache in front of the hash table
+ * (consecutive frames almost always address the same window) */
+static ompi_osc_nbe_module_t *last_looked_up;
+
+ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid)
+{
+    void *mod = NULL;
+    if (NULL != last_looked_up && last_looked_up->cid == cid) return last_looked_up;
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_osc_nbe_component.modules, cid, &mod)) {
+        return NULL;
+    }
+    last_looked_up = (ompi_osc_nbe_module_t *) mod;
+    return last_looked_up;
+}
+
 static int component_progress(void)
 {
     int count = 0;
@@ -447,6 +462,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
 
     opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
+    if (last_looked_up == module) last_looked_up = NULL;
     opal_list_remove_item(&mca_osc_nbe_component.module_list, &module->list_item);
     if (0 == --mca_osc_nbe_component.nwindows && mca_osc_nbe_component.progress_registered) {
         opal_progress_unregister(component_progress);
