@@ -214,7 +214,7 @@ static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_
  * the announced totals), puts and gets (MPI orders only accumulates; puts
  * and gets to one location in one epoch conflict). Accumulate, get-
  * accumulate and compare-and-swap frames keep the ordered path. */
-#define NBE_SENDI_MAX (1024 + 64)   /* a 1 KiB put and its header */
+#define NBE_SENDI_MAX 512
 
 static opal_convertor_t sendi_conv;    /* zero bytes: the whole frame is the "header" */
 static bool sendi_conv_ready;
@@ -281,8 +281,9 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
  * create window is an active message; this builds that message and nothing
  * else). It goes into the open packed frame, which leaves with the next
  * synchronization message to this peer (one frame for put + flush), before
- * any other frame, when full, or at the next progress poll. With packing
- * off (aggregate_size 0) it leaves at once as an immediate PUT frame.
+ * any other frame, when full, or at the next progress poll. A put too large
+ * to pack (or with packing off) leaves at once as one PUT frame if it is
+ * below the RDMA threshold and fits one fragment.
  * Declined (the general path takes the put) while a frame of this window
  * waits in its out-queue, whose order must be kept. */
 int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
@@ -300,15 +301,13 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     if (len <= agg_item_max()) {
         return agg_add(module, peer, &hdr, data) ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
     }
-    if (0 != aggregate_size || !use_sendi || len + sizeof(hdr) > NBE_SENDI_MAX) {
+    /* below the RDMA threshold and within one fragment: one frame now,
+     * behind the open packed frame */
+    unsigned rdma_from = mca_osc_nbe_component.rdma_threshold;
+    if ((0 != rdma_from && len >= rdma_from) || len > ompi_osc_nbe_max_payload(module, peer)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
-    if (NULL == bml_btl || NULL == bml_btl->btl->btl_sendi || NULL != agg.module) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    return OPAL_SUCCESS == try_sendi(bml_btl, &hdr, sizeof(hdr), data, len) ? OMPI_SUCCESS
-                                                                             : OMPI_ERR_OUT_OF_RESOURCE;
+    return try_send(module, peer, &hdr, sizeof(hdr), data, len);
 }
 
 int ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
