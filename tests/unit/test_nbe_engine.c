@@ -414,6 +414,45 @@ START_TEST(local_fence_sends_nothing)
 }
 END_TEST
 
+/* the generation number the glue keys its "direct allowed" cache on: it
+ * must change with every epoch or grant event and stay put across direct
+ * operations themselves */
+START_TEST(direct_generation_tracks_epochs)
+{
+    sim_init(2, 0);
+    nbe_req_t *l, *u;
+    uint64_t g0 = nbe_engine_generation(S.e[0]);
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], NBE_MODE_NOCHECK, NULL), NBE_OK);
+    uint64_t g1 = nbe_engine_generation(S.e[0]);
+    ck_assert_uint_ne(g1, g0);
+    put(0, 1, 1, 11, NBE_OK);                         /* first touch: a leg */
+    uint64_t g2 = nbe_engine_generation(S.e[0]);
+    ck_assert_uint_ne(g2, g1);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    nbe_rma_direct_again(S.e[0]);
+    ck_assert_uint_eq(nbe_engine_generation(S.e[0]), g2);
+    uint64_t issued = nbe_engine_stats(S.e[0])->ops_issued;
+    nbe_rma_direct_again(S.e[0]);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ops_issued, issued + 1);
+    /* unlock_all: the cache must not survive the epoch */
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    ck_assert_uint_ne(nbe_engine_generation(S.e[0]), g2);
+    wait_req(u);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_ERR_SYNC);
+    /* a lock with a check: the grant arriving changes the generation */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_AGAIN);
+    uint64_t g3 = nbe_engine_generation(S.e[0]);
+    wait_req(l);
+    ck_assert_uint_ne(nbe_engine_generation(S.e[0]), g3);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][1], 11);
+    sim_fini();
+}
+END_TEST
+
 /* direct operations (shared-memory stores): allowed only while the epoch is
  * active, granted and nothing is recorded ahead; they count no message */
 START_TEST(rma_direct_when_granted)
@@ -810,6 +849,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, lock_nocheck);
+    tcase_add_test(tc, direct_generation_tracks_epochs);
     tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
     tcase_add_test(tc, win_test_polls_exposure);
     tcase_add_loop_test(tc, idle_fence_then_lock, 0, 2);

@@ -83,6 +83,7 @@ struct nbe_engine {
     nbe_stats_t      stats;
     int              scan_dirty;
     int              dirty;          /* an event since the last progress run */
+    uint64_t         gen;            /* bumped by every change nbe_rma_direct depends on */
     int              local_fence;    /* the glue synchronizes fences itself */     /* an epoch was opened, closed or changed state */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
@@ -186,7 +187,7 @@ static nbe_leg_t *leg_find(nbe_epoch_t *ep, int rank)
 
 static nbe_leg_t *leg_insert(nbe_epoch_t *ep, int rank)
 {
-    nbe_leg_t *l = leg_find(ep, rank);
+    nbe_leg_t *l = leg_find(ep, rank);   /* callers bump the generation */
     if (l) return l;
     if (ep->nlegs == ep->cap_legs) {
         int ncap = ep->cap_legs ? 2 * ep->cap_legs : 4;
@@ -292,6 +293,7 @@ static void epoch_release(nbe_engine_t *e, nbe_epoch_t *ep)
 
 static void epoch_append(nbe_engine_t *e, nbe_epoch_t *ep)
 {
+    e->gen++;
     ep->prev = e->tail;
     ep->next = NULL;
     if (e->tail) e->tail->next = ep;
@@ -310,6 +312,7 @@ static void set_closing(nbe_engine_t *e, int delta)
 
 static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
 {
+    e->gen++;
     e->scan_dirty = 1;
     ep->app_open = 0;
     ep->close_seq = ++e->seq;
@@ -441,6 +444,7 @@ static int can_activate(nbe_engine_t *e, nbe_epoch_t *ep)
 
 static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
 {
+    e->gen++;
     ep->state = NBE_EPOCH_ACTIVE;
     switch (ep->kind) {
     case NBE_EP_FENCE:
@@ -627,6 +631,7 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
 
 static void finish_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
 {
+    e->gen++;
     if (ep->prev) ep->prev->next = ep->next;
     else e->head = ep->next;
     if (ep->next) ep->next->prev = ep->prev;
@@ -729,6 +734,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
 {
     nbe_trait_t *tr;
     e->dirty = 1;
+    e->gen++;   /* grants change what may go directly */
     switch (m->type) {
     case NBE_CTRL_GRANT:
         tr = trait(e, m->src);
@@ -923,6 +929,7 @@ static int progress_run(nbe_engine_t *e)
     if (e->in_progress) return 0;
     e->in_progress = 1;
     e->dirty = 0;   /* an event while the loop runs sets it again */
+    e->gen++;
     do {
         changed = 0;
         if (e->loop_n) {
@@ -1273,6 +1280,7 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
     nbe_epoch_t *ep = find_access(e, op->target);
     if (NULL == ep) return NBE_ERR_SYNC;
     e->dirty = 1;
+    e->gen++;   /* a lock_all leg or a recorded operation may follow */
     ep->had_ops = 1;
     if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, op->target)) {
         nbe_leg_t *l = leg_insert(ep, op->target);
@@ -1316,6 +1324,16 @@ int nbe_rma_direct(nbe_engine_t *e, int target)
     int rc = direct_ready(e, target, &ep);
     if (NBE_OK == rc) e->stats.ops_issued++;
     return rc;
+}
+
+uint64_t nbe_engine_generation(const nbe_engine_t *e)
+{
+    return e->gen;
+}
+
+void nbe_rma_direct_again(nbe_engine_t *e)
+{
+    e->stats.ops_issued++;
 }
 
 int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *fence_tag)

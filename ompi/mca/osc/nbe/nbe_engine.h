@@ -183,6 +183,14 @@ int nbe_rma_direct(nbe_engine_t *eng, int target);
  * send it, it goes through nbe_rma instead (nothing to undo). */
 int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *fence_tag);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t fence_tag);
+/* A number that changes whenever the answer of nbe_rma_direct (for any
+ * target) could change: epochs opened, closed, activated or finished,
+ * grants, recorded operations, progress. While it is unchanged, a target
+ * for which nbe_rma_direct returned NBE_OK may take further direct
+ * operations; the glue reports each with nbe_rma_direct_again (statistics
+ * only), skipping the epoch lookup. */
+uint64_t nbe_engine_generation(const nbe_engine_t *eng);
+void     nbe_rma_direct_again(nbe_engine_t *eng);
 /* NBE_OK if an open access epoch covers target (no side effects) */
 int nbe_check_access(nbe_engine_t *eng, int target);
 /* the glue finished an issued op locally (data sent / result arrived) */

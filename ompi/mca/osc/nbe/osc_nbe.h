@@ -106,6 +106,11 @@ typedef struct ompi_osc_nbe_module {
     struct ompi_osc_nbe_ring_pend *ring_pend; /* control messages waiting for a full ring, FIFO */
     size_t                 ring_npend, ring_cap_pend;
     ompi_osc_nbe_group_cache_t gc_start, gc_post;
+    /* the last target nbe_rma_direct allowed, valid while the engine's
+     * generation is direct_gen (direct_target -1: none) */
+    int                    direct_target;
+    uint64_t               direct_gen;
+    const ompi_osc_nbe_peer_t *direct_peer;
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 

@@ -589,15 +589,11 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
 /* ---------------------------------------------------------------- */
 /* entry points */
 
-static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp, int count,
-                       ompi_datatype_t *dt, uint64_t *addr)
+/* the target address of [disp, count x dt) in a peer's window of geometry p,
+ * or MPI_ERR_RMA_RANGE */
+static int range_in(const ompi_osc_nbe_peer_t *p, ptrdiff_t disp, int count, ompi_datatype_t *dt,
+                    uint64_t *addr)
 {
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
-        *addr = (uint64_t) disp;
-        return OMPI_SUCCESS;
-    }
-    const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);
-    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
     ptrdiff_t lb, ext, tlb, text;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
@@ -610,6 +606,18 @@ static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp
     }
     *addr = p->base + (uint64_t) start;
     return OMPI_SUCCESS;
+}
+
+static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp, int count,
+                       ompi_datatype_t *dt, uint64_t *addr)
+{
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        *addr = (uint64_t) disp;
+        return OMPI_SUCCESS;
+    }
+    const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);
+    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
+    return range_in(p, disp, count, dt, addr);
 }
 
 static ompi_osc_nbe_request_t *new_request(ompi_osc_nbe_module_t *module)
@@ -737,12 +745,25 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
     if (len != dt_bytes(target_dt, target_count)) return 1;
-    /* the range first: nbe_rma_direct counts the operation as issued */
-    int rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
-    rc = nbe_rma_direct(module->engine, target);
-    if (NBE_AGAIN == rc) return 1;
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    int rc;
+    if (module->direct_target == target &&
+        module->direct_gen == nbe_engine_generation(module->engine)) {
+        /* the engine said yes for this target and nothing changed since:
+         * no epoch lookup, geometry from the same answer */
+        rc = range_in(module->direct_peer, target_disp, target_count, target_dt, &addr);
+        if (OMPI_SUCCESS != rc) return rc;
+        nbe_rma_direct_again(module->engine);
+    } else {
+        /* the range first: nbe_rma_direct counts the operation as issued */
+        rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+        if (OMPI_SUCCESS != rc) return rc;
+        rc = nbe_rma_direct(module->engine, target);
+        if (NBE_AGAIN == rc) return 1;
+        if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+        module->direct_target = target;
+        module->direct_gen = nbe_engine_generation(module->engine);
+        module->direct_peer = ompi_osc_nbe_peer(module, target);
+    }
     if (request) {
         /* MPI_Rput/MPI_Rget: a request complete at once */
         ompi_osc_nbe_request_t *req = new_request(module);
