@@ -453,6 +453,45 @@ START_TEST(direct_generation_tracks_epochs)
 }
 END_TEST
 
+/* flush of one target without a request: the FLUSH_REQ leaves at once, the
+ * flush is reached when the target's acknowledgement covers every operation;
+ * a leg that is not ready (no grant yet) sends the caller to nbe_iflush */
+START_TEST(flush_begin_and_reached)
+{
+    sim_init(2, 0);
+    nbe_req_t *l, *u;
+    uint64_t thr = 99;
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], 0, NULL), NBE_OK);
+    /* never touched: nothing to flush */
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_OK);
+    ck_assert_uint_eq(thr, 0);
+    ck_assert_int_eq(nbe_flush_reached(S.e[0], 1, 0, thr), 1);
+    put(0, 1, 2, 22, NBE_OK);   /* first touch: the lock request leaves, the put waits */
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_AGAIN);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][2], 22);
+    put(0, 1, 3, 33, NBE_OK);   /* granted now: issued at once */
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_OK);
+    ck_assert_uint_eq(thr, 2);
+    ck_assert_int_eq(nbe_flush_reached(S.e[0], 1, 0, thr), 0);
+    ck_assert_int_eq(nbe_flush_reached(S.e[0], 1, 1, 0), 1);   /* local: copied out */
+    run_until_quiet();
+    ck_assert_int_eq(nbe_flush_reached(S.e[0], 1, 0, thr), 1);
+    ck_assert_int_eq(S.mem[1][3], 33);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &u), NBE_OK);
+    wait_req(u);
+    /* an exclusive lock not yet granted: not ready */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_AGAIN);
+    wait_req(l);
+    ck_assert_int_eq(nbe_flush_begin(S.e[0], 1, 0, &thr), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    sim_fini();
+}
+END_TEST
+
 /* direct operations (shared-memory stores): allowed only while the epoch is
  * active, granted and nothing is recorded ahead; they count no message */
 START_TEST(rma_direct_when_granted)
@@ -850,6 +889,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, lock_nocheck);
     tcase_add_test(tc, direct_generation_tracks_epochs);
+    tcase_add_test(tc, flush_begin_and_reached);
     tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
     tcase_add_test(tc, win_test_polls_exposure);
     tcase_add_loop_test(tc, idle_fence_then_lock, 0, 2);

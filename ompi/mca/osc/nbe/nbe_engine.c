@@ -1222,6 +1222,30 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     return NBE_OK;
 }
 
+int nbe_flush_begin(nbe_engine_t *e, int target, int local, uint64_t *thr)
+{
+    if (target < 0 || target >= e->size) return NBE_ERR_ARG;
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
+    if (NULL == ep) ep = e->cur_lock_all;
+    if (NULL == ep) return NBE_ERR_SYNC;
+    if (e->flushes) return NBE_AGAIN;          /* behind earlier flush requests */
+    nbe_leg_t *l = leg_find(ep, target);
+    if (NULL == l) {                           /* lock_all target never touched */
+        *thr = 0;
+        return NBE_OK;
+    }
+    if (!flush_leg_ready(e, ep, l)) return NBE_AGAIN;
+    *thr = local ? 0 : flush_send(e, target);
+    return NBE_OK;
+}
+
+int nbe_flush_reached(const nbe_engine_t *e, int target, int local, uint64_t thr)
+{
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    return NULL == tr || (0 == tr->pending_local && (local || tr->flush_acked >= thr));
+}
+
 /* a leg whose flush has nothing to wait for (no side effects but the
  * grant bookkeeping of flush_leg_ready) */
 static int leg_flushed(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l, int local)

@@ -163,6 +163,13 @@ void nbe_req_free(nbe_req_t *req);
  * operation was applied through shared memory); no request, no progress.
  * NBE_AGAIN if nbe_iflush is needed; NBE_ERR_SYNC outside a passive epoch. */
 int nbe_flush_now(nbe_engine_t *eng, int target, int local);
+/* Flush of one target without a request: NBE_OK once the FLUSH_REQ (if
+ * any) has left, *thr the acknowledged count to wait for; the caller polls
+ * the network until nbe_flush_reached(). NBE_AGAIN if the target's leg is
+ * not ready (not granted, operations recorded or in flight, another flush
+ * pending): use nbe_iflush. NBE_ERR_SYNC outside a passive epoch. */
+int nbe_flush_begin(nbe_engine_t *eng, int target, int local, uint64_t *thr);
+int nbe_flush_reached(const nbe_engine_t *eng, int target, int local, uint64_t thr);
 
 /* --- RMA operations --- */
 /* Checks that an access epoch covers op->target (else NBE_ERR_SYNC) and

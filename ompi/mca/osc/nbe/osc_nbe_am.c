@@ -528,9 +528,12 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "(vader's fast box); accumulate frames always keep the ordered send path",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &use_sendi);
     register_uint(c, "aggregate_size",
-        "Pack consecutive small put fragments to one peer into one active message of at most "
-        "this many bytes (bounded by the BTL's eager limit); puts of up to a quarter of it are "
-        "packed. 0: one message per put", 4096, &aggregate_size);
+        "Pack small puts to one peer into one active message of at most this many bytes "
+        "(bounded by the BTL's eager limit); puts of up to a quarter of it are packed. The "
+        "packed frame leaves with the next synchronization message to that peer (a put "
+        "followed by a flush, unlock, PSCW completion or fence is one message), before any "
+        "other frame, when full, or at the next progress poll. 0: one message per put",
+        4096, &aggregate_size);
     ompi_osc_nbe_register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
                      "message", &pv_packed);
     register_uint(c, "rdma_get_threshold",

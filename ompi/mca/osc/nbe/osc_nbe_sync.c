@@ -318,6 +318,17 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
         return OMPI_SUCCESS;
     }
     if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    if (target >= 0) {
+        /* one target whose operations are all out: no request, poll the
+         * network until its acknowledgement covers them */
+        uint64_t thr;
+        rc = nbe_flush_begin(module->engine, target, local, &thr);
+        if (NBE_OK == rc) {
+            while (!nbe_flush_reached(module->engine, target, local, thr)) opal_progress();
+            return OMPI_SUCCESS;
+        }
+        if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    }
     rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     return ompi_osc_nbe_wait_req(module, req);
