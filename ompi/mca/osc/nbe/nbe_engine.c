@@ -1321,7 +1321,8 @@ int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
     ep->queued++;
     e->queued_total++;
     e->stats.ops_recorded++;
-    progress_run(e);
+    /* no progress pass: the target was just found not granted, and only an
+     * event can change that (dirty is set, the next poll runs it) */
     return NBE_OK;
 }
 
