@@ -243,6 +243,8 @@ int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);
 int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);
+/* the process's open packed-put frame belongs to this window */
+bool ompi_osc_nbe_packed_frame_open(const ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *hdr,
                              const void *payload, size_t paylen, bool may_queue);
 size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);

@@ -116,6 +116,11 @@ static int agg_flush(void)
     return OMPI_SUCCESS;
 }
 
+bool ompi_osc_nbe_packed_frame_open(const ompi_osc_nbe_module_t *module)
+{
+    return agg.module == module;
+}
+
 /* the largest put fragment worth packing */
 static size_t agg_item_max(void)
 {

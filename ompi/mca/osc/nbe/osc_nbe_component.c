@@ -457,7 +457,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     module->freeing = true;
     /* Rule 10(b): every epoch completes before the window goes away */
     while (!nbe_engine_idle(module->engine) || !opal_list_is_empty(&module->outq) ||
-           module->ring_npend) {
+           module->ring_npend || ompi_osc_nbe_packed_frame_open(module)) {
         opal_progress();
     }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
