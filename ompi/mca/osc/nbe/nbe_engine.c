@@ -81,10 +81,14 @@ struct nbe_engine {
     int              closing_expo;   /* exposures closed by the app, not complete */
     volatile int64_t *expo_word;
     nbe_stats_t      stats;
-    int              scan_dirty;
+    int              scan_dirty;     /* an epoch was opened, closed or changed state */
+    /* Two counters with different readers: "dirty" says the progress loop has
+     * an event to react to; "gen" says nbe_rma_direct's answer may have
+     * changed. Arrivals and local completions make progress work without
+     * changing which targets may take direct operations. */
     int              dirty;          /* an event since the last progress run */
     uint64_t         gen;            /* bumped by every change nbe_rma_direct depends on */
-    int              local_fence;    /* the glue synchronizes fences itself */     /* an epoch was opened, closed or changed state */
+    int              local_fence;    /* the glue synchronizes fences itself */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
     nbe_req_t       *free_reqs;
@@ -211,6 +215,11 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void nbe_sort_ranks(int *ranks, int n)
+{
+    if (n > 1) qsort(ranks, (size_t) n, sizeof(int), cmp_int);
+}
+
 static int strictly_increasing(const int *ranks, int n)
 {
     for (int i = 1; i < n; ++i) {
@@ -228,7 +237,7 @@ static int legs_from_ranks(nbe_epoch_t *ep, const int *ranks, int n)
         tmp = malloc((size_t) n * sizeof(int));
         if (NULL == tmp) return NBE_ERR_NOMEM;
         memcpy(tmp, ranks, (size_t) n * sizeof(int));
-        qsort(tmp, (size_t) n, sizeof(int), cmp_int);
+        nbe_sort_ranks(tmp, n);
         ranks = tmp;
     }
     if (ep->cap_legs < n) {
@@ -582,6 +591,15 @@ static int step_post(nbe_engine_t *e, nbe_epoch_t *ep)
     return changed;
 }
 
+/* NOCHECK leg of a closed passive epoch: the target holds no lock state for
+ * us; with nothing recorded, in flight or unacknowledged there is nothing
+ * to send or wait for */
+static int nocheck_leg_done(const nbe_epoch_t *ep, const nbe_leg_t *l, const nbe_trait_t *tr)
+{
+    return !ep->app_open && 0 == l->id && !l->closed_sent && NULL == ep->qh &&
+           tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+}
+
 static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
 {
     int changed = 0, all = 1;
@@ -600,10 +618,7 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
         nbe_trait_t *tr = trait(e, l->rank);
-        if (!ep->app_open && 0 == l->id && !l->closed_sent && NULL == ep->qh &&
-            tr->ops_out <= tr->flush_acked && 0 == tr->pending_local) {
-            /* NOCHECK: the target holds no lock state for us; with every
-             * counted message already acknowledged there is nothing to wait for */
+        if (nocheck_leg_done(ep, l, tr)) {
             l->closed_sent = 1;
             l->finished = 1;
             changed = 1;
@@ -702,6 +717,15 @@ static int lock_try_grant(nbe_engine_t *e)
     return changed;
 }
 
+/* a pending FLUSH_REQ whose announced operations have all arrived */
+static int flush_ack_if_ready(nbe_engine_t *e, nbe_trait_t *tr)
+{
+    if (!tr->flush_req_pending || tr->ops_in < tr->flush_req_ops) return 0;
+    send_ctrl(e, tr->rank, NBE_CTRL_FLUSH_ACK, 0, tr->ops_in, 0, 0);
+    tr->flush_req_pending = 0;
+    return 1;
+}
+
 static int process_watch(nbe_engine_t *e)
 {
     int changed = 0;
@@ -714,11 +738,7 @@ static int process_watch(nbe_engine_t *e)
             tr->unlock_req_seq = 0;
             changed = 1;
         }
-        if (tr->flush_req_pending && tr->ops_in >= tr->flush_req_ops) {
-            send_ctrl(e, tr->rank, NBE_CTRL_FLUSH_ACK, 0, tr->ops_in, 0, 0);
-            tr->flush_req_pending = 0;
-            changed = 1;
-        }
+        changed |= flush_ack_if_ready(e, tr);
         if (0 == tr->unlock_req_seq && !tr->flush_req_pending) {
             *pp = tr->watch_next;
             tr->watched = 0;
@@ -776,15 +796,11 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_FLUSH_REQ:
         tr = trait(e, m->src);
-        if (m->src != e->rank && !tr->flush_req_pending && tr->ops_in >= m->b) {
-            /* everything announced is here: answer now rather than from the
-             * next progress pass (not to self: loopback handlers never send) */
-            send_ctrl(e, m->src, NBE_CTRL_FLUSH_ACK, 0, tr->ops_in, 0, 0);
-            break;
-        }
         if (!tr->flush_req_pending || m->b > tr->flush_req_ops) tr->flush_req_ops = m->b;
         tr->flush_req_pending = 1;
-        watch(e, tr);
+        /* everything announced may be here: answer now rather than from the
+         * next progress pass (not to self: loopback handlers never send) */
+        if (m->src == e->rank || !flush_ack_if_ready(e, tr)) watch(e, tr);
         break;
     case NBE_CTRL_FLUSH_ACK:
         tr = trait(e, m->src);
@@ -828,6 +844,13 @@ void nbe_op_local_done(nbe_engine_t *e, int target)
 
 /* ------------------------------------------------------------------ */
 /* flush requests */
+
+/* the passive epoch covering target: its lock epoch, else lock_all */
+static nbe_epoch_t *passive_epoch_of(nbe_engine_t *e, int target)
+{
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    return (tr && tr->open_lock) ? tr->open_lock : e->cur_lock_all;
+}
 
 static int flush_leg_ready(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
 {
@@ -1138,13 +1161,6 @@ int nbe_ilock(nbe_engine_t *e, int lock_type, int target, int assert_bits, nbe_r
     return NBE_OK;
 }
 
-static int nocheck_lock_idle(const nbe_epoch_t *ep, const nbe_trait_t *tr)
-{
-    return NBE_EPOCH_ACTIVE == ep->state && 1 == ep->nlegs && 0 == ep->legs[0].id &&
-           ep->legs[0].granted && !ep->legs[0].closed_sent && NULL == ep->qh &&
-           0 == tr->pending_local && tr->ops_out <= tr->flush_acked;
-}
-
 int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
 {
     nbe_req_t *r;
@@ -1156,10 +1172,9 @@ int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
     epoch_close_app(e, ep, r);
     tr->open_lock = NULL;
     e->nlocks_open--;
-    if (nocheck_lock_idle(ep, tr)) {
-        /* what step_passive would conclude, without a progress pass: a
-         * NOCHECK lock (no lock state at the target) whose operations are
-         * all complete at the target has nothing to send or wait for */
+    if (NBE_EPOCH_ACTIVE == ep->state && nocheck_leg_done(ep, &ep->legs[0], tr)) {
+        /* step_passive's conclusion without a progress pass (the lock of a
+         * shared-memory window, whose lock word the glue holds) */
         ep->legs[0].closed_sent = 1;
         ep->legs[0].finished = 1;
         ep->state = NBE_EPOCH_COMPLETE;
@@ -1202,9 +1217,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
     nbe_epoch_t *ep = NULL;
     if (target >= e->size || NULL == out) return NBE_ERR_ARG;
     if (target >= 0) {
-        nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
-        ep = tr ? tr->open_lock : NULL;
-        if (NULL == ep) ep = e->cur_lock_all;
+        ep = passive_epoch_of(e, target);
         if (NULL == ep) return NBE_ERR_SYNC;
     } else if (NULL == e->cur_lock_all && 0 == e->nlocks_open) {
         return NBE_ERR_SYNC;
@@ -1225,9 +1238,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
 int nbe_flush_begin(nbe_engine_t *e, int target, int local, uint64_t *thr)
 {
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
-    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
-    nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
-    if (NULL == ep) ep = e->cur_lock_all;
+    nbe_epoch_t *ep = passive_epoch_of(e, target);
     if (NULL == ep) return NBE_ERR_SYNC;
     if (e->flushes) return NBE_AGAIN;          /* behind earlier flush requests */
     nbe_leg_t *l = leg_find(ep, target);
@@ -1259,9 +1270,7 @@ int nbe_flush_now(nbe_engine_t *e, int target, int local)
 {
     if (target >= e->size) return NBE_ERR_ARG;
     if (target >= 0) {
-        nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
-        nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
-        if (NULL == ep) ep = e->cur_lock_all;
+        nbe_epoch_t *ep = passive_epoch_of(e, target);
         if (NULL == ep) return NBE_ERR_SYNC;
         if (e->flushes || e->queued_total || e->pending_local_total) return NBE_AGAIN;
         nbe_leg_t *l = leg_find(ep, target);

@@ -143,6 +143,10 @@ typedef struct nbe_stats {
 nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx);
 void          nbe_engine_destroy(nbe_engine_t *eng);
 
+/* ascending order, in place: epochs keep their legs sorted by rank, and a
+ * caller that passes sorted ranks to nbe_istart/nbe_ipost saves a copy */
+void nbe_sort_ranks(int *ranks, int n);
+
 /* --- nonblocking synchronizations (the future MPIX_Win_i* entry points) --- */
 int nbe_ifence(nbe_engine_t *eng, int assert_bits, nbe_req_t **req);
 int nbe_istart(nbe_engine_t *eng, const int *ranks, int n, int assert_bits, nbe_req_t **req);

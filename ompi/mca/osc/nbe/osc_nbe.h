@@ -240,6 +240,8 @@ int  ompi_osc_nbe_am_register(void);
 /* process-private heap bytes of a window (MPI_T pvar osc_nbe_window_memory) */
 size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
+/* hand an arrived control message to the engine (traced at verbosity 50) */
+void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);
 int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);

@@ -337,6 +337,11 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
 {
     ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
     nbe_am_hdr_t hdr;
+    if (OPAL_UNLIKELY(mca_osc_nbe_component.verbose >= 50)) {
+        opal_output(mca_osc_nbe_component.output, "osc/nbe %d: ctrl %d -> %d (a=%llu b=%llu)",
+                    module->rank, msg->type, peer, (unsigned long long) msg->a,
+                    (unsigned long long) msg->b);
+    }
     if (NULL != module->shm_rings) return ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
     if (agg_close_with_ctrl(module, peer, msg)) return OMPI_SUCCESS;
     memset(&hdr, 0, sizeof(hdr));
@@ -344,10 +349,18 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
     hdr.src = module->rank;
     hdr.cid = module->cid;
     hdr.len = sizeof(*msg);
-    opal_output_verbose(50, mca_osc_nbe_component.output, "osc/nbe %d: ctrl %d -> %d (a=%llu b=%llu)",
-                        module->rank, msg->type, peer, (unsigned long long) msg->a,
-                        (unsigned long long) msg->b);
     return ompi_osc_nbe_send_frame(module, peer, &hdr, msg, sizeof(*msg), true);
+}
+
+/* a control message that arrived, by any path (frame, packed record, ring) */
+void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg)
+{
+    if (OPAL_UNLIKELY(mca_osc_nbe_component.verbose >= 50)) {
+        opal_output(mca_osc_nbe_component.output, "osc/nbe %d: ctrl %d <- %d (a=%llu b=%llu)",
+                    module->rank, msg->type, msg->src, (unsigned long long) msg->a,
+                    (unsigned long long) msg->b);
+    }
+    nbe_on_ctrl(module->engine, msg);
 }
 
 /* emit the next fragments of an op; true when all are out */

@@ -153,10 +153,7 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
         nbe_ctrl_t msg;
         if (paylen < sizeof(msg)) return;
         memcpy(&msg, payload, sizeof(msg));
-        opal_output_verbose(50, mca_osc_nbe_component.output, "osc/nbe %d: ctrl %d <- %d (a=%llu b=%llu)",
-                            module->rank, msg.type, msg.src, (unsigned long long) msg.a,
-                            (unsigned long long) msg.b);
-        nbe_on_ctrl(module->engine, &msg);
+        ompi_osc_nbe_deliver_ctrl(module, &msg);
         return;
     }
     case NBE_AM_REPLY: {
@@ -183,7 +180,7 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
                 nbe_ctrl_t msg;
                 if (sub.len != sizeof(msg)) return;
                 memcpy(&msg, payload + sizeof(sub), sizeof(msg));
-                nbe_on_ctrl(module->engine, &msg);
+                ompi_osc_nbe_deliver_ctrl(module, &msg);
             } else {
                 memcpy((void *) (uintptr_t) sub.addr, payload + sizeof(sub), sub.len);
                 nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);

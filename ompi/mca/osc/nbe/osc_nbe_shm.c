@@ -309,7 +309,7 @@ int ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module)
     nbe_ring_t *mine = &module->shm_rings[module->rank];
     nbe_ctrl_t msg;
     while (nbe_ring_ready(mine, module->ring_head) && nbe_ring_pop(mine, &module->ring_head, &msg)) {
-        nbe_on_ctrl(module->engine, &msg);
+        ompi_osc_nbe_deliver_ctrl(module, &msg);
         count++;
     }
     return count;

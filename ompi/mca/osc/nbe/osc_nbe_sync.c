@@ -80,12 +80,6 @@ static int nbe_assert(int mpi_assert)
     return a;
 }
 
-static int cmp_rank(const void *a, const void *b)
-{
-    int x = *(const int *) a, y = *(const int *) b;
-    return (x > y) - (x < y);
-}
-
 void ompi_osc_nbe_group_cache_clear(ompi_osc_nbe_group_cache_t *gc)
 {
     if (gc->group) OBJ_RELEASE(gc->group);
@@ -126,7 +120,7 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group,
             return OMPI_ERR_BAD_PARAM;
         }
     }
-    qsort(ranks, (size_t) size, sizeof(int), cmp_rank);
+    nbe_sort_ranks(ranks, size);
     ompi_osc_nbe_group_cache_clear(gc);
     OBJ_RETAIN(group);
     gc->group = group;
@@ -303,32 +297,40 @@ int ompi_osc_nbe_sync(struct ompi_win_t *win)
     return OMPI_SUCCESS;
 }
 
-static int flush_common(struct ompi_win_t *win, int target, int local)
+/* nothing was in flight (direct shared-memory operations, or all acked):
+ * order the stores and return. Now and then still poll the network: a loop
+ * of such flushes must not starve the others' requests. */
+static int flushed_at_once(void)
 {
     static unsigned fast_flushes;
+    opal_atomic_mb();
+    if (0 == (++fast_flushes & 31)) opal_progress();
+    return OMPI_SUCCESS;
+}
+
+static int flush_common(struct ompi_win_t *win, int target, int local)
+{
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
-    int rc = nbe_flush_now(module->engine, target, local);
-    if (NBE_OK == rc) {
-        /* nothing in flight (direct shared-memory operations, or acked):
-         * order the stores and return. Now and then still poll the network:
-         * a loop of such flushes must not starve the others' requests. */
-        opal_atomic_mb();
-        if (0 == (++fast_flushes & 31)) opal_progress();
-        return OMPI_SUCCESS;
-    }
-    if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    int rc;
     if (target >= 0) {
-        /* one target whose operations are all out: no request, poll the
-         * network until its acknowledgement covers them */
+        /* one target whose operations are all out: no request; the
+         * FLUSH_REQ (if any is needed) leaves, then poll the network until
+         * the target's acknowledgement covers them */
         uint64_t thr;
         rc = nbe_flush_begin(module->engine, target, local, &thr);
         if (NBE_OK == rc) {
-            while (!nbe_flush_reached(module->engine, target, local, thr)) opal_progress();
+            if (nbe_flush_reached(module->engine, target, local, thr)) return flushed_at_once();
+            do {
+                opal_progress();
+            } while (!nbe_flush_reached(module->engine, target, local, thr));
             return OMPI_SUCCESS;
         }
-        if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
+    } else {
+        rc = nbe_flush_now(module->engine, target, local);
+        if (NBE_OK == rc) return flushed_at_once();
     }
+    if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
     rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     return ompi_osc_nbe_wait_req(module, req);
