@@ -543,6 +543,51 @@ START_TEST(rma_direct_when_granted)
 }
 END_TEST
 
+/* early fence messages: an origin's message of its active fence epoch needs
+ * no grant; the target may apply it only once it activated that epoch, and
+ * its fence cannot complete before the message is counted */
+START_TEST(early_fence_messages)
+{
+    sim_init(2, 0);
+    nbe_req_t *r0, *r1;
+    uint64_t tag = 0;
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r0), NBE_OK);
+    ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_AGAIN);   /* off: waits for the grant */
+    for (int p = 0; p < 2; ++p) nbe_engine_set_early_fence_messages(S.e[p], 1);
+    ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
+    ck_assert_uint_eq(tag, 1);
+    nbe_rma_message_sent(S.e[0], 1, tag);
+    ck_assert(nbe_fence_tag_ready(S.e[1], 0));       /* untagged: always */
+    ck_assert(!nbe_fence_tag_ready(S.e[1], tag));    /* rank 1 has not fenced: hold it */
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
+    ck_assert(nbe_fence_tag_ready(S.e[1], tag));
+    wait_req(r0);
+    wait_req(r1);
+    /* second epoch: rank 0 closes epoch 1 and goes early into epoch 2 while
+     * rank 1 still waits for epoch 1's message */
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r0), NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
+    run_until_quiet();
+    ck_assert(!r1->complete);
+    ck_assert(!nbe_fence_tag_ready(S.e[1], 2));
+    S.mem[1][0] = 10;
+    nbe_on_op_arrived(S.e[1], 0, tag);               /* the held message, applied */
+    run_until_quiet();
+    ck_assert(r0->complete && r1->complete);
+    nbe_req_free(r0);
+    nbe_req_free(r1);
+    ck_assert(nbe_fence_tag_ready(S.e[1], 2));
+    ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
+    ck_assert_uint_eq(tag, 2);
+    put(0, 1, 1, 11, NBE_OK);
+    for (int p = 0; p < 2; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, p ? &r1 : &r0), NBE_OK);
+    wait_req(r0);
+    wait_req(r1);
+    ck_assert_int_eq(S.mem[1][1], 11);
+    sim_fini();
+}
+END_TEST
+
 START_TEST(sync_errors)
 {
     sim_init(2, 0);
@@ -881,6 +926,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, flush_completes_remotely, 0, 2);
     tcase_add_test(tc, sync_errors);
     tcase_add_test(tc, rma_direct_when_granted);
+    tcase_add_test(tc, early_fence_messages);
     tcase_add_test(tc, local_fence_sends_nothing);
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);

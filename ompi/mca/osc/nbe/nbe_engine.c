@@ -89,6 +89,7 @@ struct nbe_engine {
     int              dirty;          /* an event since the last progress run */
     uint64_t         gen;            /* bumped by every change nbe_rma_direct depends on */
     int              local_fence;    /* the glue synchronizes fences itself */
+    int              early_fence_msgs; /* fence messages need no grant (target holds early ones) */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
     nbe_req_t       *free_reqs;
@@ -1373,9 +1374,28 @@ void nbe_rma_direct_again(nbe_engine_t *e)
 int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *fence_tag)
 {
     nbe_epoch_t *ep;
+    if (e->early_fence_msgs && e->cur_fence && target >= 0 && target < e->size &&
+        find_access(e, target) == e->cur_fence) {
+        /* no grant needed: the target holds what arrives before its fence */
+        ep = e->cur_fence;
+        if (NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return NBE_AGAIN;
+        ep->had_ops = 1;
+        *fence_tag = ep->fence_id;
+        return NBE_OK;
+    }
     int rc = direct_ready(e, target, &ep);
     if (NBE_OK == rc) *fence_tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
     return rc;
+}
+
+void nbe_engine_set_early_fence_messages(nbe_engine_t *e, int on)
+{
+    e->early_fence_msgs = on;
+}
+
+int nbe_fence_tag_ready(const nbe_engine_t *e, uint64_t fence_tag)
+{
+    return fence_tag <= e->fence_seq;
 }
 
 void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t fence_tag)

@@ -194,6 +194,18 @@ int nbe_rma_direct(nbe_engine_t *eng, int target);
  * send it, it goes through nbe_rma instead (nothing to undo). */
 int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *fence_tag);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t fence_tag);
+/* Early fence messages (target side): with this on, a message of an active
+ * fence epoch leaves without waiting for the target's FENCE_GRANT, and the
+ * target holds one that arrives before it opened that fence epoch
+ * (nbe_fence_tag_ready says when it may be applied and counted). Safe
+ * because an origin's fence epoch f is active only after every target's
+ * FENCE_DONE(f-1), which the target sends from its fence call opening f, so
+ * a held message waits at most for that target's own fence-(f-1)
+ * completion. Only for glue that holds such messages. */
+void nbe_engine_set_early_fence_messages(nbe_engine_t *eng, int on);
+/* 1 if a counted message carrying fence_tag may be applied now (the target
+ * has activated that fence epoch; untagged messages always may) */
+int  nbe_fence_tag_ready(const nbe_engine_t *eng, uint64_t fence_tag);
 /* A number that changes whenever the answer of nbe_rma_direct (for any
  * target) could change: epochs opened, closed, activated or finished,
  * grants, recorded operations, progress. While it is unchanged, a target

@@ -477,6 +477,7 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
     int count = module->shm_rings ? ompi_osc_nbe_shm_poll_ctrl(module) : 0;
     count += ompi_osc_nbe_drain(module);
     count += nbe_progress(module->engine);
+    if (!opal_list_is_empty(&module->held)) count += ompi_osc_nbe_hold_release(module);
     if (!opal_list_is_empty(&module->outq)) count += ompi_osc_nbe_drain(module);
     return count;
 }

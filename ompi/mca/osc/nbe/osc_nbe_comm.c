@@ -148,6 +148,7 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
     void *addr = (void *) (uintptr_t) hdr->addr;
     nbe_am_hdr_t rep;
 
+    if (OPAL_UNLIKELY(ompi_osc_nbe_hold_early(module, hdr, payload, paylen))) return;
     switch (hdr->type) {
     case NBE_AM_CTRL: {
         nbe_ctrl_t msg;

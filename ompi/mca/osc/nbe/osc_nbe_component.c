@@ -43,7 +43,7 @@ size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module)
     return sizeof(*module) + (module->engine ? nbe_engine_memory(module->engine) : 0) +
            (size_t) module->cap_regions * sizeof(ompi_osc_nbe_region_t) +
            (size_t) module->shm_cap_held * sizeof(int) +
-           opal_list_get_size(&module->outq) * sizeof(nbe_am_hdr_t);
+           opal_list_get_size(&module->outq) * sizeof(nbe_am_hdr_t) + module->held_bytes;
 }
 
 static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
@@ -204,6 +204,7 @@ static int component_register(void)
         &mca_osc_nbe_component.btl_tag);
 
     ompi_osc_nbe_am_register_params(c);
+    ompi_osc_nbe_hold_register_params(c);
     ompi_osc_nbe_shm_register_params(c);
 
     register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
@@ -332,6 +333,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
         nbe_engine_destroy(module->engine);
     }
     OBJ_DESTRUCT(&module->outq);
+    ompi_osc_nbe_hold_fini(module);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
     ompi_osc_nbe_group_cache_clear(&module->gc_start);
@@ -359,6 +361,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     if (NULL == module) return OMPI_ERR_OUT_OF_RESOURCE;
     module->super = module_template;
     OBJ_CONSTRUCT(&module->outq, opal_list_t);
+    ompi_osc_nbe_hold_init(module);
     OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
     module->win = win;
     module->direct_target = -1;
@@ -414,6 +417,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
+    ompi_osc_nbe_hold_configure(module);
     if (module->shm_expo) {
         nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
         /* every operation is a direct load/store: fences need only a barrier */
