@@ -543,8 +543,8 @@ START_TEST(rma_direct_when_granted)
 }
 END_TEST
 
-/* early fence messages: an origin's message of its active fence epoch needs
- * no grant; the target may apply it only once it activated that epoch, and
+/* early messages: an origin's message of its active fence epoch needs no
+ * grant; the target may apply it only once it activated that epoch, and
  * its fence cannot complete before the message is counted */
 START_TEST(early_fence_messages)
 {
@@ -553,14 +553,14 @@ START_TEST(early_fence_messages)
     uint64_t tag = 0;
     ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r0), NBE_OK);
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_AGAIN);   /* off: waits for the grant */
-    for (int p = 0; p < 2; ++p) nbe_engine_set_early_fence_messages(S.e[p], 1);
+    for (int p = 0; p < 2; ++p) nbe_engine_set_early_messages(S.e[p], 1);
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
     ck_assert_uint_eq(tag, 1);
     nbe_rma_message_sent(S.e[0], 1, tag);
-    ck_assert(nbe_fence_tag_ready(S.e[1], 0));       /* untagged: always */
-    ck_assert(!nbe_fence_tag_ready(S.e[1], tag));    /* rank 1 has not fenced: hold it */
+    ck_assert(nbe_message_ready(S.e[1], 0, 0));       /* untagged: always */
+    ck_assert(!nbe_message_ready(S.e[1], 0, tag));    /* rank 1 has not fenced: hold it */
     ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
-    ck_assert(nbe_fence_tag_ready(S.e[1], tag));
+    ck_assert(nbe_message_ready(S.e[1], 0, tag));
     wait_req(r0);
     wait_req(r1);
     /* second epoch: rank 0 closes epoch 1 and goes early into epoch 2 while
@@ -569,14 +569,14 @@ START_TEST(early_fence_messages)
     ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
     run_until_quiet();
     ck_assert(!r1->complete);
-    ck_assert(!nbe_fence_tag_ready(S.e[1], 2));
+    ck_assert(!nbe_message_ready(S.e[1], 0, 2));
     S.mem[1][0] = 10;
     nbe_on_op_arrived(S.e[1], 0, tag);               /* the held message, applied */
     run_until_quiet();
     ck_assert(r0->complete && r1->complete);
     nbe_req_free(r0);
     nbe_req_free(r1);
-    ck_assert(nbe_fence_tag_ready(S.e[1], 2));
+    ck_assert(nbe_message_ready(S.e[1], 0, 2));
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
     ck_assert_uint_eq(tag, 2);
     put(0, 1, 1, 11, NBE_OK);
@@ -584,6 +584,53 @@ START_TEST(early_fence_messages)
     wait_req(r0);
     wait_req(r1);
     ck_assert_int_eq(S.mem[1][1], 11);
+    sim_fini();
+}
+END_TEST
+
+/* early messages of a start epoch: tagged with the access id, ready at the
+ * target once it posted to the origin; the exposure cannot end without them */
+START_TEST(early_pscw_messages)
+{
+    sim_init(2, 0);
+    nbe_req_t *s, *c, *p, *w;
+    int grp0 = 0, grp1 = 1;
+    uint64_t tag = 0;
+    for (int i = 0; i < 2; ++i) nbe_engine_set_early_messages(S.e[i], 1);
+    ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, &s), NBE_OK);
+    ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
+    ck_assert_uint_eq(tag, NBE_TAG_ACCESS | 1);
+    nbe_rma_message_sent(S.e[0], 1, tag);
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
+    run_until_quiet();
+    ck_assert(!c->complete);                          /* no post yet: no DONE */
+    ck_assert(!nbe_message_ready(S.e[1], 0, tag));
+    ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_ACCESS | 1));
+    ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, &p), NBE_OK);
+    ck_assert(nbe_message_ready(S.e[1], 0, tag));
+    ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_ACCESS | 2));
+    ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+    run_until_quiet();
+    ck_assert(c->complete);
+    ck_assert(!w->complete);                          /* DONE counts the held message */
+    S.mem[1][2] = 22;
+    nbe_on_op_arrived(S.e[1], 0, tag);
+    run_until_quiet();
+    ck_assert(w->complete);
+    ck_assert_int_eq(nbe_engine_stats(S.e[0])->ops_recorded, 0);
+    nbe_req_free(s);
+    nbe_req_free(c);
+    nbe_req_free(p);
+    nbe_req_free(w);
+    /* a granted target takes untagged messages */
+    ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, &p), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, &s), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
+    ck_assert_uint_eq(tag, 0);
+    nbe_req_free(s);
+    nbe_req_free(p);
     sim_fini();
 }
 END_TEST
@@ -927,6 +974,7 @@ static Suite *suite(void)
     tcase_add_test(tc, sync_errors);
     tcase_add_test(tc, rma_direct_when_granted);
     tcase_add_test(tc, early_fence_messages);
+    tcase_add_test(tc, early_pscw_messages);
     tcase_add_test(tc, local_fence_sends_nothing);
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);

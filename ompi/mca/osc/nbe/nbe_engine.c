@@ -89,7 +89,7 @@ struct nbe_engine {
     int              dirty;          /* an event since the last progress run */
     uint64_t         gen;            /* bumped by every change nbe_rma_direct depends on */
     int              local_fence;    /* the glue synchronizes fences itself */
-    int              early_fence_msgs; /* fence messages need no grant (target holds early ones) */
+    int              early_msgs;     /* messages need no grant (the target holds early ones) */
     /* engine-owned free lists: a synchronization call neither mallocs nor
      * frees in the steady state (epochs keep their legs array) */
     nbe_req_t       *free_reqs;
@@ -812,11 +812,11 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     }
 }
 
-void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t fence_tag)
+void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t tag)
 {
     e->dirty = 1;
-    if (fence_tag) {
-        e->fslot[fence_tag % 3].ops_in++;
+    if (tag && !(tag & NBE_TAG_ACCESS)) {
+        e->fslot[tag % 3].ops_in++;
     } else {
         trait(e, src)->ops_in++;
     }
@@ -1371,37 +1371,50 @@ void nbe_rma_direct_again(nbe_engine_t *e)
     e->stats.ops_issued++;
 }
 
-int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *fence_tag)
+/* the tag of a message that may leave before its grant, 0 if none may */
+static uint64_t early_tag(nbe_engine_t *e, nbe_epoch_t *ep, int target)
+{
+    if (NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return 0;
+    if (NBE_EP_FENCE == ep->kind) return ep->fence_id;
+    nbe_leg_t *l = leg_find(ep, target);
+    if (NULL == l || !l->requested || 0 == l->id) return 0;
+    return NBE_TAG_ACCESS | l->id;
+}
+
+int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
 {
     nbe_epoch_t *ep;
-    if (e->early_fence_msgs && e->cur_fence && target >= 0 && target < e->size &&
-        find_access(e, target) == e->cur_fence) {
-        /* no grant needed: the target holds what arrives before its fence */
-        ep = e->cur_fence;
-        if (NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return NBE_AGAIN;
-        ep->had_ops = 1;
-        *fence_tag = ep->fence_id;
-        return NBE_OK;
-    }
     int rc = direct_ready(e, target, &ep);
-    if (NBE_OK == rc) *fence_tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
+    if (NBE_OK == rc) {
+        *tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
+    } else if (NBE_AGAIN == rc && e->early_msgs && target != e->rank &&
+               0 != (*tag = early_tag(e, find_access(e, target), target))) {
+        /* not granted yet: the target holds it until it is */
+        find_access(e, target)->had_ops = 1;
+        rc = NBE_OK;
+    }
     return rc;
 }
 
-void nbe_engine_set_early_fence_messages(nbe_engine_t *e, int on)
+void nbe_engine_set_early_messages(nbe_engine_t *e, int on)
 {
-    e->early_fence_msgs = on;
+    e->early_msgs = on;
 }
 
-int nbe_fence_tag_ready(const nbe_engine_t *e, uint64_t fence_tag)
+int nbe_message_ready(nbe_engine_t *e, int src, uint64_t tag)
 {
-    return fence_tag <= e->fence_seq;
+    if (0 == tag) return 1;
+    if (tag & NBE_TAG_ACCESS) {
+        const nbe_trait_t *tr = nbe_traits_find(&e->traits, src);
+        return NULL != tr && tr->grant_seq >= (tag & ~NBE_TAG_ACCESS);
+    }
+    return tag <= e->fence_seq;
 }
 
-void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t fence_tag)
+void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t tag)
 {
     nbe_trait_t *tr = trait(e, target);
-    if (fence_tag) tr->fence_ops_out++;
+    if (tag && !(tag & NBE_TAG_ACCESS)) tr->fence_ops_out++;
     else tr->ops_out++;
     e->stats.ops_issued++;
     e->dirty = 1;

@@ -192,20 +192,23 @@ int nbe_rma_direct(nbe_engine_t *eng, int target);
  * conditions as nbe_rma_direct) and gives the fence tag the message must
  * carry; once sent, nbe_rma_message_sent() counts it. If the glue cannot
  * send it, it goes through nbe_rma instead (nothing to undo). */
-int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *fence_tag);
-void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t fence_tag);
-/* Early fence messages (target side): with this on, a message of an active
- * fence epoch leaves without waiting for the target's FENCE_GRANT, and the
- * target holds one that arrives before it opened that fence epoch
- * (nbe_fence_tag_ready says when it may be applied and counted). Safe
- * because an origin's fence epoch f is active only after every target's
- * FENCE_DONE(f-1), which the target sends from its fence call opening f, so
- * a held message waits at most for that target's own fence-(f-1)
- * completion. Only for glue that holds such messages. */
-void nbe_engine_set_early_fence_messages(nbe_engine_t *eng, int on);
-/* 1 if a counted message carrying fence_tag may be applied now (the target
- * has activated that fence epoch; untagged messages always may) */
-int  nbe_fence_tag_ready(const nbe_engine_t *eng, uint64_t fence_tag);
+int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag);
+void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
+/* Early messages: with this on, a message of an active fence epoch, or of
+ * an access epoch (start, lock, lock_all) whose target has not granted
+ * yet, leaves without waiting for the grant. It carries a tag saying which
+ * grant it needs (the fence id, or NBE_TAG_ACCESS | the access epoch id),
+ * and the target holds it until nbe_message_ready says that grant exists
+ * here; only then is it applied and counted, so no epoch can complete
+ * without it. Safe for fences because an origin's fence epoch f is active
+ * only after every target's FENCE_DONE(f-1), sent from the target's fence
+ * call opening f; for access epochs because the target grants an origin's
+ * epoch ids in order. Only for glue that holds such messages. */
+#define NBE_TAG_ACCESS (UINT64_C(1) << 63)
+void nbe_engine_set_early_messages(nbe_engine_t *eng, int on);
+/* 1 if a counted message from src carrying tag may be applied now
+ * (untagged messages always may) */
+int  nbe_message_ready(nbe_engine_t *eng, int src, uint64_t tag);
 /* A number that changes whenever the answer of nbe_rma_direct (for any
  * target) could change: epochs opened, closed, activated or finished,
  * grants, recorded operations, progress. While it is unchanged, a target
@@ -221,8 +224,9 @@ void nbe_op_local_done(nbe_engine_t *eng, int target);
 
 /* --- events from the network --- */
 void nbe_on_ctrl(nbe_engine_t *eng, const nbe_ctrl_t *msg);
-/* a counted RMA message from src arrived and was applied */
-void nbe_on_op_arrived(nbe_engine_t *eng, int src, uint64_t fence_tag);
+/* a counted RMA message from src arrived and was applied (tag: the fence
+ * id or early-message tag it carried, 0 for none) */
+void nbe_on_op_arrived(nbe_engine_t *eng, int src, uint64_t tag);
 
 /* counted messages that arrived from src outside fences (target side):
  * replies carry it so a fetching operation doubles as a flush ack */

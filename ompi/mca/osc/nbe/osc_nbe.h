@@ -111,8 +111,9 @@ typedef struct ompi_osc_nbe_module {
     int                    direct_target;
     uint64_t               direct_gen;
     const ompi_osc_nbe_peer_t *direct_peer;
-    opal_list_t            held;       /* early fence frames, arrival order (osc_nbe_hold.c) */
+    opal_list_t            held;       /* frames that came before their grant (osc_nbe_hold.c) */
     size_t                 held_bytes;
+    bool                   releasing;  /* ompi_osc_nbe_hold_release is on the stack */
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 
@@ -272,15 +273,19 @@ int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);
 void ompi_osc_nbe_group_cache_clear(ompi_osc_nbe_group_cache_t *gc);
+/* a frame from the network: held (osc_nbe_hold.c) if it came before its
+ * grant, else applied now */
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                               const char *payload, size_t paylen);
+void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                                  const char *payload, size_t paylen);
 
-/* early fence frames (osc_nbe_hold.c): hold_early keeps a frame whose fence
- * epoch is not open here yet (true: taken); hold_release applies those whose
- * epoch is open now, in arrival order */
+/* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
+ * the grant it needs (true: taken); hold_release applies those whose grant
+ * exists now, each origin's in arrival order */
 void ompi_osc_nbe_hold_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_hold_init(ompi_osc_nbe_module_t *module);
-/* tells the window's engine whether fence puts may go early */
+/* tells the window's engine whether puts may go before their grant */
 void ompi_osc_nbe_hold_configure(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_hold_fini(ompi_osc_nbe_module_t *module);
 bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,

@@ -145,10 +145,16 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                               const char *payload, size_t paylen)
 {
+    if (OPAL_UNLIKELY(ompi_osc_nbe_hold_early(module, hdr, payload, paylen))) return;
+    ompi_osc_nbe_apply_frame_now(module, hdr, payload, paylen);
+}
+
+void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                                  const char *payload, size_t paylen)
+{
     void *addr = (void *) (uintptr_t) hdr->addr;
     nbe_am_hdr_t rep;
 
-    if (OPAL_UNLIKELY(ompi_osc_nbe_hold_early(module, hdr, payload, paylen))) return;
     switch (hdr->type) {
     case NBE_AM_CTRL: {
         nbe_ctrl_t msg;

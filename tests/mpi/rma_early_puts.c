@@ -1,12 +1,14 @@
 /*
- * Fence puts that leave before the target's fence grant (osc/nbe
- * osc_nbe_early_fence_puts): the target must hold a put that arrives
- * before it opened the put's fence epoch, and apply it only then.
+ * Puts that leave before the target's grant (osc/nbe osc_nbe_early_puts):
+ * the target must hold a put that arrives before it opened the epoch the
+ * put belongs to, and apply it only then.
  *  - first fence: rank 0 stays out of MPI after the window is created and
  *    then overwrites its window with local stores (legal: no epoch is open
  *    yet) before its first fence; the others' puts of that first epoch
- *    must land after those stores. With NBE_EXPECT_EARLY=1 rank 0 must have
- *    held frames (pvar osc_nbe_early_fence_frames);
+ *    must land after those stores;
+ *  - late post: the same with PSCW: rank 0 stores into its window and only
+ *    then posts; the origins' start returns at once and their puts leave
+ *    before the post;
  *  - chained epochs: rank 1 puts a large block ending in a word of rank 0,
  *    and in the next epoch rank 2 puts one int into that word (a slow put
  *    followed one fence later by a fast one); after a third fence rank 0
@@ -14,6 +16,8 @@
  *    of this epoch;
  *  - every rank puts to every other rank in each of many epochs, with random
  *    delays, and checks its window after each fence.
+ * With NBE_EXPECT_EARLY=1 rank 0 must have held frames (pvar
+ * osc_nbe_early_frames).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -47,6 +51,32 @@ static void first_fence(MPI_Win win, int *mem)
     if (0 == rank) {
         for (int i = 1; i < nprocs; ++i) CHECK(mem[i] == 1000 + i, "first fence: slot %d holds %d", i, mem[i]);
     }
+}
+
+static void late_post(MPI_Win win, int *mem)
+{
+    int v = 2000 + rank, zero = 0;
+    MPI_Group world, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    if (0 == rank) {
+        int *others = malloc(sizeof(int) * (size_t) nprocs);
+        for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
+        MPI_Group_incl(world, nprocs - 1, others, &g);
+        usleep(200000);
+        for (int i = 0; i < nprocs; ++i) mem[i] = -1;
+        MPI_Win_post(g, 0, win);
+        MPI_Win_wait(win);
+        for (int i = 1; i < nprocs; ++i) CHECK(mem[i] == 2000 + i, "late post: slot %d holds %d", i, mem[i]);
+        free(others);
+    } else {
+        MPI_Group_incl(world, 1, &zero, &g);
+        MPI_Win_start(g, 0, win);
+        MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
+        MPI_Win_complete(win);
+    }
+    MPI_Group_free(&g);
+    MPI_Group_free(&world);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void chained(MPI_Win win, int *mem)
@@ -96,7 +126,7 @@ int main(int argc, char **argv)
     mdq_pvar_init();
     const char *expect = getenv("NBE_EXPECT_EARLY");
     MPI_T_pvar_handle held;
-    int have = 0 == mdq_pvar_find("osc_nbe_early_fence_frames", &held);
+    int have = 0 == mdq_pvar_find("osc_nbe_early_frames", &held);
     size_t n = (size_t) nprocs + BIG;
 
     for (int flavor = 0; flavor < 2; ++flavor) {
@@ -111,6 +141,8 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
         }
         if (nprocs > 1) first_fence(win, mem);
+        MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+        if (nprocs > 1) late_post(win, mem);
         if (nprocs > 2) chained(win, mem);
         all_to_all(win, mem);
         MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
@@ -120,8 +152,8 @@ int main(int argc, char **argv)
 
     if (have && expect && 0 == strcmp(expect, "1") && 0 == rank && nprocs > 1) {
         unsigned long long h = mdq_pvar_read(held);
-        CHECK(h > 0, "no early fence frame was held on rank 0");
-        printf("early fence frames held on rank 0: %llu\n", h);
+        CHECK(h > 0, "no early frame was held on rank 0");
+        printf("early frames held on rank 0: %llu\n", h);
     }
     mdq_pvar_fini();
     return test_finish();
