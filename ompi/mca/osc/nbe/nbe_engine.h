@@ -195,8 +195,9 @@ int nbe_rma_direct(nbe_engine_t *eng, int target);
 int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
 /* Early messages: with this on, a message of an active fence epoch, or of
- * an access epoch (start, lock, lock_all) whose target has not granted
- * yet, leaves without waiting for the grant. It carries a tag saying which
+ * an access epoch (start, lock; a lock_all leg is created by a recorded
+ * operation, so nothing passes it) whose target has not granted yet, leaves
+ * without waiting for the grant. It carries a tag saying which
  * grant it needs (the fence id, or NBE_TAG_ACCESS | the access epoch id),
  * and the target holds it until nbe_message_ready says that grant exists
  * here; only then is it applied and counted, so no epoch can complete

@@ -9,8 +9,8 @@
  * fence yet, or not have posted / granted the lock. Such a frame is kept
  * whole and applied once the engine has the grant (nbe_message_ready):
  * only then does it count for its epoch, so no epoch completes without it.
- * Frames of one origin are applied in arrival order; control records
- * packed in a held frame wait with the puts before them.
+ * Held frames are applied in arrival order. Control records packed in a
+ * held frame are delivered at once, not held (see hold_puts).
  */
 #include "ompi_config.h"
 
@@ -58,7 +58,12 @@ void ompi_osc_nbe_hold_configure(ompi_osc_nbe_module_t *module)
 void ompi_osc_nbe_hold_fini(ompi_osc_nbe_module_t *module)
 {
     opal_list_item_t *it;
-    /* empty unless the window is torn down after a failed creation */
+    /* empty unless a program freed the window inside an epoch whose grant
+     * never came (erroneous) */
+    if (!opal_list_is_empty(&module->held)) {
+        opal_output(0, "osc/nbe: window %u freed with %zu put frames still waiting for their grant; "
+                    "they are dropped", module->cid, opal_list_get_size(&module->held));
+    }
     while (NULL != (it = opal_list_remove_first(&module->held))) {
         OBJ_DESTRUCT(it);
         free(it);
@@ -97,19 +102,13 @@ static bool holds_from(const ompi_osc_nbe_module_t *module, int src)
     return false;
 }
 
-bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
-                             const char *payload, size_t paylen)
+/* Keeps the frame's puts; a control record packed in it (a FLUSH_ACK, GRANT,
+ * DONE, ... that closed the sender's open frame) is delivered now: control
+ * messages carry totals or are independent of the puts, and holding one
+ * could hold the grant the puts wait for. */
+static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                      const char *payload, size_t paylen)
 {
-    if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type) return false;
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&module->held))) {
-        /* a grant may have come since the last poll; then nothing of this
-         * origin may pass what it sent before */
-        (void) ompi_osc_nbe_hold_release(module);
-        if (holds_from(module, hdr->src)) goto hold;
-    }
-    if (frame_ready(module, hdr, payload, paylen)) return false;
-
-hold:;
     held_frame_t *h = malloc(sizeof(*h) + paylen);
     if (NULL == h) {
         opal_output(0, "osc/nbe: out of memory holding an early frame from %d", hdr->src);
@@ -117,35 +116,74 @@ hold:;
     }
     OBJ_CONSTRUCT(&h->super, opal_list_item_t);
     h->hdr = *hdr;
-    h->paylen = paylen;
-    memcpy(h->payload, payload, paylen);
+    h->paylen = 0;
+    if (NBE_AM_PUT_MULTI != hdr->type) {
+        memcpy(h->payload, payload, paylen);
+        h->paylen = paylen;
+    } else {
+        const char *p = payload;
+        size_t left = paylen;
+        while (left >= sizeof(nbe_am_sub_t)) {
+            nbe_am_sub_t sub;
+            memcpy(&sub, p, sizeof(sub));
+            size_t step = sizeof(sub) + ((sub.len + 7) & ~(size_t) 7);
+            if (step > left) step = left;
+            if (NBE_SUB_CTRL == sub.kind) {
+                nbe_ctrl_t msg;
+                if (sub.len == sizeof(msg)) {
+                    memcpy(&msg, p + sizeof(sub), sizeof(msg));
+                    ompi_osc_nbe_deliver_ctrl(module, &msg);
+                }
+            } else {
+                memcpy(h->payload + h->paylen, p, step);
+                h->paylen += step;
+            }
+            p += step;
+            left -= step;
+        }
+    }
+    if (0 == h->paylen) {   /* only control records */
+        OBJ_DESTRUCT(&h->super);
+        free(h);
+        return;
+    }
     opal_list_append(&module->held, &h->super);
-    module->held_bytes += sizeof(*h) + paylen;
+    module->held_bytes += sizeof(*h) + h->paylen;
     pv_held++;
-    return true;
 }
 
-/* Applies every held frame whose grant exists, keeping each origin's order:
- * a frame waits while an earlier one of its origin does. The blocked
- * origins are few (those with epochs not granted yet), so a short array. */
+bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                             const char *payload, size_t paylen)
+{
+    bool hold;
+    if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type) return false;
+    if (OPAL_LIKELY(opal_list_is_empty(&module->held))) {
+        hold = !frame_ready(module, hdr, payload, paylen);
+    } else if (!module->releasing) {
+        /* a grant may have come since the last poll: what it readied goes
+         * first (an origin's ready frame never follows one of its frames that
+         * is not ready: readiness follows the order the origin sent in) */
+        (void) ompi_osc_nbe_hold_release(module);
+        hold = !frame_ready(module, hdr, payload, paylen);
+    } else {
+        /* arrived while held frames are being applied: behind this origin's
+         * held ones (the next release takes it) */
+        hold = holds_from(module, hdr->src) || !frame_ready(module, hdr, payload, paylen);
+    }
+    if (hold) hold_puts(module, hdr, payload, paylen);
+    return hold;
+}
+
+/* Applies every held frame whose grant exists, in arrival order. */
 int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
 {
-    int count = 0, nblocked = 0, blocked[16];
-    bool overflow = false;
+    int count = 0;
     held_frame_t *h, *next;
 
     if (module->releasing) return 0;   /* an applied frame led back here */
     module->releasing = true;
     OPAL_LIST_FOREACH_SAFE (h, next, &module->held, held_frame_t) {
-        bool behind = overflow;
-        for (int i = 0; i < nblocked && !behind; ++i) behind = blocked[i] == h->hdr.src;
-        if (behind || !frame_ready(module, &h->hdr, h->payload, h->paylen)) {
-            if (!behind) {
-                if (nblocked < (int) (sizeof(blocked) / sizeof(blocked[0]))) blocked[nblocked++] = h->hdr.src;
-                else overflow = true;   /* keep everything after this in place */
-            }
-            continue;
-        }
+        if (!frame_ready(module, &h->hdr, h->payload, h->paylen)) continue;
         opal_list_remove_item(&module->held, &h->super);
         module->held_bytes -= sizeof(*h) + h->paylen;
         ompi_osc_nbe_apply_frame_now(module, &h->hdr, h->payload, h->paylen);
