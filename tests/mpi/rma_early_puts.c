@@ -30,6 +30,16 @@
 #define BIG 2048   /* ints in rank 1's slow put */
 #define EPOCHS 60
 
+/* stays in MPI for ms milliseconds (incoming frames are received) */
+static void poll_network(int ms)
+{
+    int flag;
+    double end = MPI_Wtime() + ms / 1000.0;
+    while (MPI_Wtime() < end) {
+        MPI_Iprobe(MPI_ANY_SOURCE, 12345, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
 static void first_fence(MPI_Win win, int *mem)
 {
     int v = 1000 + rank, probe;
@@ -44,6 +54,7 @@ static void first_fence(MPI_Win win, int *mem)
     if (0 == rank) {
         usleep(200000);
         for (int i = 0; i < nprocs; ++i) mem[i] = -1;
+        poll_network(100);   /* the others' puts arrive before this fence */
     }
     MPI_Win_fence(0, win);
     if (0 != rank) MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
@@ -64,6 +75,7 @@ static void late_post(MPI_Win win, int *mem)
         MPI_Group_incl(world, nprocs - 1, others, &g);
         usleep(200000);
         for (int i = 0; i < nprocs; ++i) mem[i] = -1;
+        poll_network(100);   /* the origins' puts arrive before this post */
         MPI_Win_post(g, 0, win);
         MPI_Win_wait(win);
         for (int i = 1; i < nprocs; ++i) CHECK(mem[i] == 2000 + i, "late post: slot %d holds %d", i, mem[i]);
