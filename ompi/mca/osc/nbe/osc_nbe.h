@@ -151,6 +151,25 @@ typedef struct nbe_am_sub {
     uint32_t kind;        /* NBE_SUB_* */
 } nbe_am_sub_t;
 
+/* Walks the records of a PUT_MULTI payload: the next one into *sub, its
+ * bytes (header, data, padding where present) at *rec / *reclen. False at
+ * the end, and on a record longer than what is left (*left then stays
+ * non-zero: a truncated frame). */
+static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *sub,
+                                   const char **rec, size_t *reclen)
+{
+    if (*left < sizeof(*sub)) return false;
+    memcpy(sub, *p, sizeof(*sub));
+    if (sub->len > *left - sizeof(*sub)) return false;
+    size_t step = sizeof(*sub) + ((sub->len + 7) & ~(size_t) 7);
+    if (step > *left) step = *left;   /* the last record may lack its padding */
+    *rec = *p;
+    *reclen = step;
+    *p += step;
+    *left -= step;
+    return true;
+}
+
 typedef struct nbe_am_hdr {
     uint8_t  type;
     uint8_t  pad[3];
@@ -279,6 +298,9 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
                               const char *payload, size_t paylen);
 void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                                   const char *payload, size_t paylen);
+/* a control record of a PUT_MULTI frame (rec: the record) to the engine */
+void ompi_osc_nbe_deliver_ctrl_record(ompi_osc_nbe_module_t *module, const nbe_am_sub_t *sub,
+                                      const char *rec);
 
 /* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
  * the grant it needs (true: taken); hold_release applies those whose grant

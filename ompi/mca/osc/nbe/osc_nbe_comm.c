@@ -142,6 +142,15 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     ompi_op_reduce(op, (void *) src, dst, count, dt);
 }
 
+void ompi_osc_nbe_deliver_ctrl_record(ompi_osc_nbe_module_t *module, const nbe_am_sub_t *sub,
+                                      const char *rec)
+{
+    nbe_ctrl_t msg;
+    if (sub->len != sizeof(msg)) return;
+    memcpy(&msg, rec + sizeof(*sub), sizeof(msg));
+    ompi_osc_nbe_deliver_ctrl(module, &msg);
+}
+
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                               const char *payload, size_t paylen)
 {
@@ -175,27 +184,22 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
     case NBE_AM_PUT_MULTI:
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
-        while (paylen >= sizeof(nbe_am_sub_t)) {
-            nbe_am_sub_t sub;
-            memcpy(&sub, payload, sizeof(sub));
-            size_t step = sizeof(sub) + ((sub.len + 7) & ~(size_t) 7);
-            if (sub.len > paylen - sizeof(sub)) {
-                opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
-                return;
-            }
+    {
+        nbe_am_sub_t sub;
+        const char *rec;
+        size_t reclen;
+        while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
             if (NBE_SUB_CTRL == sub.kind) {
-                nbe_ctrl_t msg;
-                if (sub.len != sizeof(msg)) return;
-                memcpy(&msg, payload + sizeof(sub), sizeof(msg));
-                ompi_osc_nbe_deliver_ctrl(module, &msg);
+                ompi_osc_nbe_deliver_ctrl_record(module, &sub, rec);
             } else {
-                memcpy((void *) (uintptr_t) sub.addr, payload + sizeof(sub), sub.len);
+                memcpy((void *) (uintptr_t) sub.addr, rec + sizeof(sub), sub.len);
                 nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);
             }
-            if (step >= paylen) break;
-            payload += step;
-            paylen -= step;
         }
+        if (paylen >= sizeof(nbe_am_sub_t)) {
+            opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
+        }
+    }
         return;
     default:
         break;

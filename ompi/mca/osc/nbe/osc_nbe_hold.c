@@ -79,16 +79,13 @@ static bool frame_ready(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
     if (NBE_AM_PUT_MULTI != hdr->type) {
         return nbe_message_ready(module->engine, hdr->src, hdr->fence_tag);
     }
-    while (paylen >= sizeof(nbe_am_sub_t)) {
-        nbe_am_sub_t sub;
-        memcpy(&sub, payload, sizeof(sub));
-        size_t step = sizeof(sub) + ((sub.len + 7) & ~(size_t) 7);
+    nbe_am_sub_t sub;
+    const char *rec;
+    size_t reclen;
+    while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
         if (NBE_SUB_CTRL != sub.kind && !nbe_message_ready(module->engine, hdr->src, sub.fence_tag)) {
             return false;
         }
-        if (step >= paylen) break;
-        payload += step;
-        paylen -= step;
     }
     return true;
 }
@@ -121,25 +118,16 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
         memcpy(h->payload, payload, paylen);
         h->paylen = paylen;
     } else {
-        const char *p = payload;
-        size_t left = paylen;
-        while (left >= sizeof(nbe_am_sub_t)) {
-            nbe_am_sub_t sub;
-            memcpy(&sub, p, sizeof(sub));
-            size_t step = sizeof(sub) + ((sub.len + 7) & ~(size_t) 7);
-            if (step > left) step = left;
+        nbe_am_sub_t sub;
+        const char *rec;
+        size_t reclen;
+        while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
             if (NBE_SUB_CTRL == sub.kind) {
-                nbe_ctrl_t msg;
-                if (sub.len == sizeof(msg)) {
-                    memcpy(&msg, p + sizeof(sub), sizeof(msg));
-                    ompi_osc_nbe_deliver_ctrl(module, &msg);
-                }
+                ompi_osc_nbe_deliver_ctrl_record(module, &sub, rec);
             } else {
-                memcpy(h->payload + h->paylen, p, step);
-                h->paylen += step;
+                memcpy(h->payload + h->paylen, rec, reclen);
+                h->paylen += reclen;
             }
-            p += step;
-            left -= step;
         }
     }
     if (0 == h->paylen) {   /* only control records */
