@@ -298,9 +298,13 @@ void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t 
                               const char *payload, size_t paylen);
 void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                                   const char *payload, size_t paylen);
-/* a control record of a PUT_MULTI frame (rec: the record) to the engine */
-void ompi_osc_nbe_deliver_ctrl_record(ompi_osc_nbe_module_t *module, const nbe_am_sub_t *sub,
-                                      const char *rec);
+/* Walks a PUT_MULTI payload in order: a control record goes to the engine
+ * at once, a put record (rec: its sub header, data and padding) to put().
+ * False if the payload ends inside a record (truncated frame). */
+typedef void (*ompi_osc_nbe_put_record_fn)(void *ctx, const nbe_am_sub_t *sub, const char *rec,
+                                           size_t reclen);
+bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload, size_t paylen,
+                             ompi_osc_nbe_put_record_fn put, void *ctx);
 
 /* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
  * the grant it needs (true: taken); hold_release applies those whose grant

@@ -142,13 +142,36 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     ompi_op_reduce(op, (void *) src, dst, count, dt);
 }
 
-void ompi_osc_nbe_deliver_ctrl_record(ompi_osc_nbe_module_t *module, const nbe_am_sub_t *sub,
-                                      const char *rec)
+bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload, size_t paylen,
+                             ompi_osc_nbe_put_record_fn put, void *ctx)
 {
-    nbe_ctrl_t msg;
-    if (sub->len != sizeof(msg)) return;
-    memcpy(&msg, rec + sizeof(*sub), sizeof(msg));
-    ompi_osc_nbe_deliver_ctrl(module, &msg);
+    nbe_am_sub_t sub;
+    const char *rec;
+    size_t reclen;
+    while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
+        if (NBE_SUB_PUT == sub.kind) {
+            put(ctx, &sub, rec, reclen);
+        } else if (sizeof(nbe_ctrl_t) == sub.len) {
+            nbe_ctrl_t msg;
+            memcpy(&msg, rec + sizeof(sub), sizeof(msg));
+            ompi_osc_nbe_deliver_ctrl(module, &msg);
+        }
+    }
+    return paylen < sizeof(nbe_am_sub_t);
+}
+
+struct put_target {
+    ompi_osc_nbe_module_t *module;
+    int                    src;
+};
+
+/* a packed put applied: written, then counted */
+static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
+{
+    const struct put_target *t = ctx;
+    (void) reclen;
+    memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
+    nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
 }
 
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
@@ -185,18 +208,8 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
     {
-        nbe_am_sub_t sub;
-        const char *rec;
-        size_t reclen;
-        while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
-            if (NBE_SUB_CTRL == sub.kind) {
-                ompi_osc_nbe_deliver_ctrl_record(module, &sub, rec);
-            } else {
-                memcpy((void *) (uintptr_t) sub.addr, rec + sizeof(sub), sub.len);
-                nbe_on_op_arrived(module->engine, hdr->src, sub.fence_tag);
-            }
-        }
-        if (paylen >= sizeof(nbe_am_sub_t)) {
+        struct put_target t = { module, hdr->src };
+        if (!ompi_osc_nbe_multi_each(module, payload, paylen, apply_put_record, &t)) {
             opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
         }
     }

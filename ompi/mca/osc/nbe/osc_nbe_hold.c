@@ -99,6 +99,14 @@ static bool holds_from(const ompi_osc_nbe_module_t *module, int src)
     return false;
 }
 
+static void keep_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
+{
+    held_frame_t *h = ctx;
+    (void) sub;
+    memcpy(h->payload + h->paylen, rec, reclen);
+    h->paylen += reclen;
+}
+
 /* Keeps the frame's puts; a control record packed in it (a FLUSH_ACK, GRANT,
  * DONE, ... that closed the sender's open frame) is delivered now: control
  * messages carry totals or are independent of the puts, and holding one
@@ -118,17 +126,7 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
         memcpy(h->payload, payload, paylen);
         h->paylen = paylen;
     } else {
-        nbe_am_sub_t sub;
-        const char *rec;
-        size_t reclen;
-        while (nbe_am_next_sub(&payload, &paylen, &sub, &rec, &reclen)) {
-            if (NBE_SUB_CTRL == sub.kind) {
-                ompi_osc_nbe_deliver_ctrl_record(module, &sub, rec);
-            } else {
-                memcpy(h->payload + h->paylen, rec, reclen);
-                h->paylen += reclen;
-            }
-        }
+        (void) ompi_osc_nbe_multi_each(module, payload, paylen, keep_put_record, h);
     }
     if (0 == h->paylen) {   /* only control records */
         OBJ_DESTRUCT(&h->super);
