@@ -555,7 +555,7 @@ START_TEST(early_fence_messages)
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_AGAIN);   /* off: waits for the grant */
     for (int p = 0; p < 2; ++p) nbe_engine_set_early_messages(S.e[p], 1);
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
-    ck_assert_uint_eq(tag, 1);
+    ck_assert_uint_eq(tag, NBE_TAG_EARLY | 1);         /* fence 1, before its grant */
     nbe_rma_message_sent(S.e[0], 1, tag);
     ck_assert(nbe_message_ready(S.e[1], 0, 0));       /* untagged: always */
     ck_assert(!nbe_message_ready(S.e[1], 0, tag));    /* rank 1 has not fenced: hold it */
@@ -569,14 +569,15 @@ START_TEST(early_fence_messages)
     ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
     run_until_quiet();
     ck_assert(!r1->complete);
-    ck_assert(!nbe_message_ready(S.e[1], 0, 2));
+    ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_EARLY | 2));
+    ck_assert(nbe_message_ready(S.e[1], 0, 2));       /* sent after its grant: no check */
     S.mem[1][0] = 10;
     nbe_on_op_arrived(S.e[1], 0, tag);               /* the held message, applied */
     run_until_quiet();
     ck_assert(r0->complete && r1->complete);
     nbe_req_free(r0);
     nbe_req_free(r1);
-    ck_assert(nbe_message_ready(S.e[1], 0, 2));
+    ck_assert(nbe_message_ready(S.e[1], 0, NBE_TAG_EARLY | 2));
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
     ck_assert_uint_eq(tag, 2);
     put(0, 1, 1, 11, NBE_OK);
@@ -599,7 +600,7 @@ START_TEST(early_pscw_messages)
     for (int i = 0; i < 2; ++i) nbe_engine_set_early_messages(S.e[i], 1);
     ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, &s), NBE_OK);
     ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag), NBE_OK);
-    ck_assert_uint_eq(tag, NBE_TAG_ACCESS | 1);
+    ck_assert_uint_eq(tag, NBE_TAG_EARLY | NBE_TAG_ACCESS | 1);
     nbe_rma_message_sent(S.e[0], 1, tag);
     ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
     run_until_quiet();
@@ -607,7 +608,7 @@ START_TEST(early_pscw_messages)
     ck_assert(!nbe_message_ready(S.e[1], 0, tag));
     ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, &p), NBE_OK);
     ck_assert(nbe_message_ready(S.e[1], 0, tag));
-    ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_ACCESS | 2));
+    ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_EARLY | NBE_TAG_ACCESS | 2));
     ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
     run_until_quiet();
     ck_assert(c->complete);

@@ -812,11 +812,22 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     }
 }
 
+/* a tag's kind and id (the fence id, or the access epoch id) */
+static int tag_is_fence(uint64_t tag)
+{
+    return 0 != tag && !(tag & NBE_TAG_ACCESS);
+}
+
+static uint64_t tag_id(uint64_t tag)
+{
+    return tag & ~(NBE_TAG_ACCESS | NBE_TAG_EARLY);
+}
+
 void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t tag)
 {
     e->dirty = 1;
-    if (tag && !(tag & NBE_TAG_ACCESS)) {
-        e->fslot[tag % 3].ops_in++;
+    if (tag_is_fence(tag)) {
+        e->fslot[tag_id(tag) % 3].ops_in++;
     } else {
         trait(e, src)->ops_in++;
     }
@@ -1372,13 +1383,14 @@ void nbe_rma_direct_again(nbe_engine_t *e)
 }
 
 /* the tag of a message that may leave before its grant, 0 if none may */
+/* the tag of a message that may leave before its grant, 0 if none may */
 static uint64_t early_tag(nbe_engine_t *e, nbe_epoch_t *ep, int target)
 {
-    if (NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return 0;
-    if (NBE_EP_FENCE == ep->kind) return ep->fence_id;
+    if (NULL == ep || NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return 0;
+    if (NBE_EP_FENCE == ep->kind) return NBE_TAG_EARLY | ep->fence_id;
     nbe_leg_t *l = leg_find(ep, target);
     if (NULL == l || !l->requested || 0 == l->id) return 0;
-    return NBE_TAG_ACCESS | l->id;
+    return NBE_TAG_EARLY | NBE_TAG_ACCESS | l->id;
 }
 
 int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
@@ -1387,11 +1399,14 @@ int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
     int rc = direct_ready(e, target, &ep);
     if (NBE_OK == rc) {
         *tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
-    } else if (NBE_AGAIN == rc && e->early_msgs && target != e->rank &&
-               0 != (*tag = early_tag(e, find_access(e, target), target))) {
+    } else if (NBE_AGAIN == rc && e->early_msgs && target != e->rank) {
         /* not granted yet: the target holds it until it is */
-        find_access(e, target)->had_ops = 1;
-        rc = NBE_OK;
+        ep = find_access(e, target);
+        *tag = early_tag(e, ep, target);
+        if (*tag) {
+            ep->had_ops = 1;
+            rc = NBE_OK;
+        }
     }
     return rc;
 }
@@ -1403,18 +1418,18 @@ void nbe_engine_set_early_messages(nbe_engine_t *e, int on)
 
 int nbe_message_ready(nbe_engine_t *e, int src, uint64_t tag)
 {
-    if (0 == tag) return 1;
+    if (!(tag & NBE_TAG_EARLY)) return 1;   /* sent after its grant */
     if (tag & NBE_TAG_ACCESS) {
         const nbe_trait_t *tr = nbe_traits_find(&e->traits, src);
-        return NULL != tr && tr->grant_seq >= (tag & ~NBE_TAG_ACCESS);
+        return NULL != tr && tr->grant_seq >= tag_id(tag);
     }
-    return tag <= e->fence_seq;
+    return tag_id(tag) <= e->fence_seq;
 }
 
 void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t tag)
 {
     nbe_trait_t *tr = trait(e, target);
-    if (tag && !(tag & NBE_TAG_ACCESS)) tr->fence_ops_out++;
+    if (tag_is_fence(tag)) tr->fence_ops_out++;
     else tr->ops_out++;
     e->stats.ops_issued++;
     e->dirty = 1;

@@ -205,7 +205,8 @@ void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
  * only after every target's FENCE_DONE(f-1), sent from the target's fence
  * call opening f; for access epochs because the target grants an origin's
  * epoch ids in order. Only for glue that holds such messages. */
-#define NBE_TAG_ACCESS (UINT64_C(1) << 63)
+#define NBE_TAG_ACCESS (UINT64_C(1) << 63)   /* the id is an access epoch's, not a fence's */
+#define NBE_TAG_EARLY  (UINT64_C(1) << 62)   /* sent before its grant: may need holding */
 void nbe_engine_set_early_messages(nbe_engine_t *eng, int on);
 /* 1 if a counted message from src carrying tag may be applied now
  * (untagged messages always may) */

@@ -170,9 +170,14 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
     return true;
 }
 
+/* the frame carries a put sent before its grant (NBE_TAG_EARLY): the target
+ * checks it against its grants (osc_nbe_hold.c); other frames are ready */
+#define NBE_AM_F_EARLY 0x1
+
 typedef struct nbe_am_hdr {
     uint8_t  type;
-    uint8_t  pad[3];
+    uint8_t  flags;       /* NBE_AM_F_* */
+    uint8_t  pad[2];
     int32_t  src;
     uint32_t cid;
     int32_t  dt_idx;      /* predefined datatype (f index) for ACC/GACC/CAS */

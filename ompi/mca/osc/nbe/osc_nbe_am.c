@@ -162,6 +162,7 @@ static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t 
                          .kind = NBE_SUB_PUT };
     memcpy(agg.buf + agg.len, &sub, sizeof(sub));
     memcpy(agg.buf + agg.len + sizeof(sub), data, frag->len);
+    ((nbe_am_hdr_t *) agg.buf)->flags |= frag->flags;
     agg.len += need;
     agg.n++;
     pv_packed++;
@@ -300,6 +301,7 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     hdr.type = NBE_AM_PUT;
     hdr.src = module->rank;
     hdr.cid = module->cid;
+    hdr.flags = (fence_tag & NBE_TAG_EARLY) ? NBE_AM_F_EARLY : 0;
     hdr.fence_tag = fence_tag;
     hdr.addr = addr;
     hdr.len = (uint32_t) len;

@@ -142,9 +142,12 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
                              const char *payload, size_t paylen)
 {
     bool hold;
-    if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type) return false;
     if (OPAL_LIKELY(opal_list_is_empty(&module->held))) {
+        /* a frame whose puts were all sent after their grants is ready */
+        if (OPAL_LIKELY(!(hdr->flags & NBE_AM_F_EARLY))) return false;
         hold = !frame_ready(module, hdr, payload, paylen);
+    } else if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type) {
+        return false;
     } else if (!module->releasing) {
         /* a grant may have come since the last poll: what it readied goes
          * first (an origin's ready frame never follows one of its frames that
