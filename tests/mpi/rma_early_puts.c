@@ -15,7 +15,14 @@
  *    must see rank 2's value: a put of the next epoch may not overtake one
  *    of this epoch;
  *  - every rank puts to every other rank in each of many epochs, with random
- *    delays, and checks its window after each fence.
+ *    delays, and checks its window after each fence;
+ *  - PSCW run-ahead: the origins may close many start epochs before rank 0
+ *    posts the first exposure (osc/nbe's complete does not wait for the
+ *    post); each of rank 0's exposures must see exactly its own epoch's
+ *    puts, although the DONEs of later epochs arrived long before. (The
+ *    origins cannot lock rank 0 in between: a lock must not overlap an
+ *    exposure, and they cannot know when rank 0 posts; the engine's unit
+ *    test post_grant_is_not_lock_grant covers that mix.)
  * With NBE_EXPECT_EARLY=1 rank 0 must have held frames (pvar
  * osc_nbe_early_frames).
  */
@@ -132,6 +139,44 @@ static void all_to_all(MPI_Win win, int *mem)
     }
 }
 
+static void pscw_run_ahead(MPI_Win win, int *mem)
+{
+    int zero = 0;
+    MPI_Group world, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    if (0 == rank) {
+        int *others = malloc(sizeof(int) * (size_t) nprocs);
+        for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
+        MPI_Group_incl(world, nprocs - 1, others, &g);
+        free(others);
+    } else {
+        MPI_Group_incl(world, 1, &zero, &g);
+    }
+    for (int i = 0; i < nprocs; ++i) mem[i] = -1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == rank) {
+        poll_network(150);   /* the origins' epochs arrive before the posts */
+        for (int round = 1; round <= EPOCHS; ++round) {
+            MPI_Win_post(g, 0, win);
+            MPI_Win_wait(win);
+            for (int i = 1; i < nprocs; ++i) {
+                CHECK(mem[i] == round * 100 + i, "run-ahead exposure %d: slot %d holds %d", round,
+                      i, mem[i]);
+            }
+        }
+    } else {
+        for (int round = 1; round <= EPOCHS; ++round) {
+            int v = round * 100 + rank;
+            MPI_Win_start(g, 0, win);
+            MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
+            MPI_Win_complete(win);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Group_free(&g);
+    MPI_Group_free(&world);
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -155,6 +200,7 @@ int main(int argc, char **argv)
         if (nprocs > 1) first_fence(win, mem);
         MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
         if (nprocs > 1) late_post(win, mem);
+        if (nprocs > 1) pscw_run_ahead(win, mem);
         if (nprocs > 2) chained(win, mem);
         all_to_all(win, mem);
         MPI_Win_fence(MPI_MODE_NOSUCCEED, win);

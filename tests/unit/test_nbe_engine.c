@@ -604,14 +604,13 @@ START_TEST(early_pscw_messages)
     nbe_rma_message_sent(S.e[0], 1, tag);
     ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
     run_until_quiet();
-    ck_assert(!c->complete);                          /* no post yet: no DONE */
+    ck_assert(c->complete);                           /* DONE left before the post */
     ck_assert(!nbe_message_ready(S.e[1], 0, tag));
     ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, &p), NBE_OK);
     ck_assert(nbe_message_ready(S.e[1], 0, tag));
     ck_assert(!nbe_message_ready(S.e[1], 0, NBE_TAG_EARLY | NBE_TAG_ACCESS | 2));
     ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
     run_until_quiet();
-    ck_assert(c->complete);
     ck_assert(!w->complete);                          /* DONE counts the held message */
     S.mem[1][2] = 22;
     nbe_on_op_arrived(S.e[1], 0, tag);
@@ -631,6 +630,88 @@ START_TEST(early_pscw_messages)
     ck_assert_uint_eq(tag, 0);
     nbe_req_free(s);
     nbe_req_free(p);
+    sim_fini();
+}
+END_TEST
+
+/* With early messages an origin closes a start epoch without waiting for
+ * its post, one epoch ahead of the target's posts: each exposure waits for
+ * its own epoch's DONE and messages, not for the total of the next epoch,
+ * whose DONE arrives first and whose message the target still holds */
+START_TEST(pscw_done_before_post)
+{
+    sim_init(2, 0);
+    int grp0 = 0, grp1 = 1;
+    uint64_t tag[4];
+    nbe_req_t *c[4], *w;
+    for (int i = 0; i < 2; ++i) nbe_engine_set_early_messages(S.e[i], 1);
+    for (int k = 1; k <= 3; ++k) {
+        ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, NULL), NBE_OK);
+        ck_assert_int_eq(nbe_rma_message(S.e[0], 1, &tag[k]), NBE_OK);
+        ck_assert_uint_eq(tag[k], NBE_TAG_EARLY | NBE_TAG_ACCESS | (uint64_t) k);
+        nbe_rma_message_sent(S.e[0], 1, tag[k]);
+        ck_assert_int_eq(nbe_icomplete(S.e[0], &c[k]), NBE_OK);
+        run_until_quiet();
+        if (1 == k) {
+            ck_assert(c[1]->complete);                /* no post needed */
+            continue;
+        }
+        ck_assert(!c[k]->complete);                   /* bounded: wait for post k-1 */
+        ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, NULL), NBE_OK);
+        ck_assert(nbe_message_ready(S.e[1], 0, tag[k - 1]));
+        ck_assert(!nbe_message_ready(S.e[1], 0, tag[k]));
+        ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+        run_until_quiet();
+        ck_assert(c[k]->complete);                    /* its DONE is at the target now */
+        ck_assert(!w->complete);                      /* exposure k-1's message is held */
+        nbe_on_op_arrived(S.e[1], 0, tag[k - 1]);
+        run_until_quiet();
+        ck_assert_msg(w->complete, "exposure %d waits for the next epoch's total", k - 1);
+        nbe_req_free(w);
+    }
+    ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+    nbe_on_op_arrived(S.e[1], 0, tag[3]);
+    wait_req(w);
+    for (int k = 1; k <= 3; ++k) nbe_req_free(c[k]);
+    ck_assert(nbe_engine_idle(S.e[0]));
+    ck_assert(nbe_engine_idle(S.e[1]));
+    sim_fini();
+}
+END_TEST
+
+/* A post is not a lock grant: the target posts to an origin whose lock
+ * request is queued behind another origin's exclusive lock; the origin must
+ * not take the post's grant for its lock */
+START_TEST(post_grant_is_not_lock_grant)
+{
+    sim_init(3, 0);
+    int grp0 = 0, grp1 = 1;
+    nbe_req_t *l0, *u0, *u2, *c, *w;
+    ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_ipost(S.e[1], &grp0, 1, 0, NULL), NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l0), NBE_OK);
+    run_until_quiet();
+    ck_assert_msg(!l0->complete, "the post's grant was taken for a lock grant");
+    put(0, 1, 0, 10, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][0], 0);
+    ck_assert_int_eq(nbe_iunlock(S.e[2], 1, &u2), NBE_OK);
+    wait_req(u2);
+    wait_req(l0);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u0), NBE_OK);
+    wait_req(u0);
+    ck_assert_int_eq(S.mem[1][0], 10);
+    /* the start epoch takes the post's grant */
+    ck_assert_int_eq(nbe_istart(S.e[0], &grp1, 1, 0, NULL), NBE_OK);
+    put(0, 1, 1, 11, NBE_OK);
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &c), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &w), NBE_OK);
+    wait_req(c);
+    wait_req(w);
+    ck_assert_int_eq(S.mem[1][1], 11);
     sim_fini();
 }
 END_TEST
@@ -975,6 +1056,8 @@ static Suite *suite(void)
     tcase_add_test(tc, rma_direct_when_granted);
     tcase_add_test(tc, early_fence_messages);
     tcase_add_test(tc, early_pscw_messages);
+    tcase_add_test(tc, pscw_done_before_post);
+    tcase_add_test(tc, post_grant_is_not_lock_grant);
     tcase_add_test(tc, local_fence_sends_nothing);
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);

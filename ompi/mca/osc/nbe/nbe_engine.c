@@ -346,6 +346,14 @@ static int fence_granted(nbe_engine_t *e, nbe_epoch_t *ep)
     return ep->fence_granted;
 }
 
+/* the target's grant for an access leg has arrived: a post for a start
+ * epoch, a lock grant for a lock or lock_all leg */
+static int leg_grant_arrived(nbe_engine_t *e, const nbe_epoch_t *ep, const nbe_leg_t *l)
+{
+    const nbe_trait_t *tr = trait(e, l->rank);
+    return (NBE_EP_START == ep->kind ? tr->C_e : tr->C_lock) >= l->id;
+}
+
 static int target_granted(nbe_engine_t *e, nbe_epoch_t *ep, int target)
 {
     if (NBE_EPOCH_ACTIVE != ep->state) return 0;
@@ -354,7 +362,7 @@ static int target_granted(nbe_engine_t *e, nbe_epoch_t *ep, int target)
     }
     nbe_leg_t *l = leg_find(ep, target);
     if (NULL == l || !l->requested) return 0;
-    if (!l->granted && trait(e, target)->C_e >= l->id) l->granted = 1;
+    if (!l->granted && leg_grant_arrived(e, ep, l)) l->granted = 1;
     return l->granted;
 }
 
@@ -420,7 +428,7 @@ static void request_lock_leg(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
         l->granted = 1;
         return;
     }
-    l->id = ++tr->access_seq;
+    l->id = ++tr->lock_seq;
     send_ctrl(e, l->rank, NBE_CTRL_LOCK_REQ, l->id, 0,
               NBE_EP_LOCK_ALL == ep->kind ? NBE_LOCK_SHARED : ep->lock_type, 0);
 }
@@ -544,6 +552,18 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
     return changed;
 }
 
+/* With early messages a start epoch's DONE need not wait for its grant:
+ * every operation has left (nothing recorded), tagged with this epoch's id
+ * where it went early, and the target matches the DONE to its exposure by
+ * id (exposure_leg_done). The origin may run only NBE_EARLY_DONE_AHEAD
+ * epochs past the target's last post, so what the target holds for posts
+ * it has not made yet stays bounded by about two epochs of operations. */
+#define NBE_EARLY_DONE_AHEAD 1
+static int early_done_allowed(const nbe_engine_t *e, const nbe_trait_t *tr, const nbe_leg_t *l)
+{
+    return e->early_msgs && tr->C_e + NBE_EARLY_DONE_AHEAD >= l->id;
+}
+
 static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
 {
     int changed = issue_ready(e, ep);
@@ -551,11 +571,12 @@ static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
         nbe_trait_t *tr = trait(e, l->rank);
-        if (!l->granted && tr->C_e >= l->id) {
+        if (!l->granted && leg_grant_arrived(e, ep, l)) {
             l->granted = 1;
             changed = 1;
         }
-        if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
+        if (!ep->app_open && !l->closed_sent && NULL == ep->qh &&
+            (l->granted || early_done_allowed(e, tr, l))) {
             send_ctrl(e, l->rank, NBE_CTRL_DONE, l->id, tr->ops_out, 0, 0);
             l->closed_sent = 1;
             changed = 1;
@@ -570,15 +591,31 @@ static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
     return changed;
 }
 
+/* An exposure leg is finished once its origin's DONE for the same epoch
+ * id has arrived and every counted message that DONE announced has been
+ * applied. DONEs wait in the trait's FIFO: an origin may send DONEs of
+ * later epochs before this exposure is posted. Marks the leg finished and
+ * consumes the DONE; 1 if the leg is finished. */
+static int exposure_leg_done(nbe_engine_t *e, nbe_leg_t *l)
+{
+    nbe_trait_t *tr;
+    const nbe_done_t *d;
+    if (l->finished) return 1;
+    tr = trait(e, l->rank);
+    d = nbe_trait_first_done(tr);
+    if (NULL == d || d->id != l->id || tr->ops_in < d->ops) return 0;
+    nbe_trait_pop_done(tr);
+    l->finished = 1;
+    return 1;
+}
+
 static int step_post(nbe_engine_t *e, nbe_epoch_t *ep)
 {
     int changed = 0, all = 1;
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
         if (!l->finished) {
-            nbe_trait_t *tr = trait(e, l->rank);
-            if (tr->done_id >= l->id && tr->ops_in >= tr->done_ops) {
-                l->finished = 1;
+            if (exposure_leg_done(e, l)) {
                 changed = 1;
             } else {
                 all = 0;
@@ -606,7 +643,7 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
     int changed = 0, all = 1;
     for (int i = 0; i < ep->nlegs; ++i) {
         nbe_leg_t *l = &ep->legs[i];
-        if (l->requested && !l->granted && trait(e, l->rank)->C_e >= l->id) {
+        if (l->requested && !l->granted && leg_grant_arrived(e, ep, l)) {
             l->granted = 1;
             changed = 1;
         }
@@ -710,8 +747,9 @@ static int lock_try_grant(nbe_engine_t *e)
         e->lkq_head = w->next;
         if (NULL == e->lkq_head) e->lkq_tail = NULL;
         nbe_trait_t *tr = trait(e, w->origin);
-        if (w->id > tr->grant_seq) tr->grant_seq = w->id;
-        send_ctrl(e, w->origin, NBE_CTRL_GRANT, w->id, 0, 0, 0);
+        if (w->id > tr->lock_grant_seq) tr->lock_grant_seq = w->id;
+        e->gen++;   /* held early messages of this lock may be applied now */
+        send_ctrl(e, w->origin, NBE_CTRL_LOCK_GRANT, w->id, 0, 0, 0);
         free(w);
         changed = 1;
     }
@@ -761,13 +799,16 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         tr = trait(e, m->src);
         if (m->a > tr->C_e) tr->C_e = m->a;
         break;
+    case NBE_CTRL_LOCK_GRANT:
+        tr = trait(e, m->src);
+        if (m->a > tr->C_lock) tr->C_lock = m->a;
+        break;
     case NBE_CTRL_FENCE_GRANT:
         e->fslot[m->a % 3].grants++;
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
-        if (m->a > tr->done_id) tr->done_id = m->a;
-        if (m->b > tr->done_ops) tr->done_ops = m->b;
+        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) abort();
         break;
     case NBE_CTRL_FENCE_DONE:
         e->fslot[m->a % 3].dones++;
@@ -820,7 +861,7 @@ static int tag_is_fence(uint64_t tag)
 
 static uint64_t tag_id(uint64_t tag)
 {
-    return tag & ~(NBE_TAG_ACCESS | NBE_TAG_EARLY);
+    return tag & ~(NBE_TAG_ACCESS | NBE_TAG_EARLY | NBE_TAG_LOCK);
 }
 
 void nbe_on_op_arrived(nbe_engine_t *e, int src, uint64_t tag)
@@ -869,7 +910,7 @@ static int flush_leg_ready(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l)
     if (NBE_EPOCH_ACTIVE != ep->state) return 0;
     if (!l->requested) return 0;
     if (!l->granted) {
-        if (trait(e, l->rank)->C_e >= l->id) l->granted = 1;
+        if (leg_grant_arrived(e, ep, l)) l->granted = 1;
         else return 0;
     }
     /* replies of fetching operations carry the target's count: wait for
@@ -1143,9 +1184,7 @@ int nbe_test_exposure(nbe_engine_t *e, int *flag)
     progress_run(e);
     if (NBE_EPOCH_ACTIVE != ep->state) return NBE_OK;
     for (int i = 0; i < ep->nlegs; ++i) {
-        nbe_leg_t *l = &ep->legs[i];
-        nbe_trait_t *tr = trait(e, l->rank);
-        if (!l->finished && !(tr->done_id >= l->id && tr->ops_in >= tr->done_ops)) return NBE_OK;
+        if (!exposure_leg_done(e, &ep->legs[i])) return NBE_OK;
     }
     epoch_close_app(e, ep, NULL);
     e->cur_post = NULL;
@@ -1383,14 +1422,13 @@ void nbe_rma_direct_again(nbe_engine_t *e)
 }
 
 /* the tag of a message that may leave before its grant, 0 if none may */
-/* the tag of a message that may leave before its grant, 0 if none may */
 static uint64_t early_tag(nbe_engine_t *e, nbe_epoch_t *ep, int target)
 {
     if (NULL == ep || NBE_EPOCH_ACTIVE != ep->state || NULL != ep->qh) return 0;
     if (NBE_EP_FENCE == ep->kind) return NBE_TAG_EARLY | ep->fence_id;
     nbe_leg_t *l = leg_find(ep, target);
     if (NULL == l || !l->requested || 0 == l->id) return 0;
-    return NBE_TAG_EARLY | NBE_TAG_ACCESS | l->id;
+    return NBE_TAG_EARLY | NBE_TAG_ACCESS | (NBE_EP_START == ep->kind ? 0 : NBE_TAG_LOCK) | l->id;
 }
 
 int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
@@ -1421,7 +1459,8 @@ int nbe_message_ready(nbe_engine_t *e, int src, uint64_t tag)
     if (!(tag & NBE_TAG_EARLY)) return 1;   /* sent after its grant */
     if (tag & NBE_TAG_ACCESS) {
         const nbe_trait_t *tr = nbe_traits_find(&e->traits, src);
-        return NULL != tr && tr->grant_seq >= tag_id(tag);
+        if (NULL == tr) return 0;
+        return (tag & NBE_TAG_LOCK ? tr->lock_grant_seq : tr->grant_seq) >= tag_id(tag);
     }
     return tag_id(tag) <= e->fence_seq;
 }
@@ -1553,7 +1592,8 @@ nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *e, int rank)
 size_t nbe_engine_memory(const nbe_engine_t *e)
 {
     size_t bytes = sizeof(*e) + e->traits.cap * sizeof(*e->traits.slots) +
-                   e->traits.count * sizeof(nbe_trait_t) + e->loop_cap * sizeof(nbe_ctrl_t);
+                   e->traits.count * sizeof(nbe_trait_t) + e->traits.extra_bytes +
+                   e->loop_cap * sizeof(nbe_ctrl_t);
     for (const nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
         bytes += sizeof(*ep) + (size_t) ep->cap_legs * sizeof(nbe_leg_t);
     }

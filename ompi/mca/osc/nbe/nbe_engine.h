@@ -63,7 +63,7 @@ typedef enum {
 
 /* control message types */
 enum {
-    NBE_CTRL_GRANT = 1,      /* a: epoch id granted to the receiver          */
+    NBE_CTRL_GRANT = 1,      /* a: start epoch id granted (a post)           */
     NBE_CTRL_FENCE_GRANT,    /* a: fence id                                  */
     NBE_CTRL_DONE,           /* a: access id, b: total ops sent to receiver  */
     NBE_CTRL_FENCE_DONE,     /* a: fence id, b: ops sent in this fence epoch */
@@ -71,7 +71,8 @@ enum {
     NBE_CTRL_UNLOCK,         /* a: unlock seq, b: total ops, flags: NOCHECK  */
     NBE_CTRL_UNLOCK_ACK,     /* a: unlock seq                                */
     NBE_CTRL_FLUSH_REQ,      /* b: total ops to wait for                     */
-    NBE_CTRL_FLUSH_ACK       /* b: total ops arrived                         */
+    NBE_CTRL_FLUSH_ACK,      /* b: total ops arrived                         */
+    NBE_CTRL_LOCK_GRANT      /* a: lock id granted to the receiver           */
 };
 
 #define NBE_CTRL_FLAG_NOCHECK 0x1
@@ -198,7 +199,8 @@ void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
  * an access epoch (start, lock; a lock_all leg is created by a recorded
  * operation, so nothing passes it) whose target has not granted yet, leaves
  * without waiting for the grant. It carries a tag saying which
- * grant it needs (the fence id, or NBE_TAG_ACCESS | the access epoch id),
+ * grant it needs (the fence id, NBE_TAG_ACCESS | the start epoch id, or
+ * NBE_TAG_ACCESS | NBE_TAG_LOCK | the lock id),
  * and the target holds it until nbe_message_ready says that grant exists
  * here; only then is it applied and counted, so no epoch can complete
  * without it. Safe for fences because an origin's fence epoch f is active
@@ -207,13 +209,15 @@ void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
  * epoch ids in order. Only for glue that holds such messages. */
 #define NBE_TAG_ACCESS (UINT64_C(1) << 63)   /* the id is an access epoch's, not a fence's */
 #define NBE_TAG_EARLY  (UINT64_C(1) << 62)   /* sent before its grant: may need holding */
+#define NBE_TAG_LOCK   (UINT64_C(1) << 61)   /* with NBE_TAG_ACCESS: the id is a lock's */
 void nbe_engine_set_early_messages(nbe_engine_t *eng, int on);
 /* 1 if a counted message from src carrying tag may be applied now
  * (untagged messages always may) */
 int  nbe_message_ready(nbe_engine_t *eng, int src, uint64_t tag);
 /* A number that changes whenever the answer of nbe_rma_direct (for any
- * target) could change: epochs opened, closed, activated or finished,
- * grants, recorded operations, progress. While it is unchanged, a target
+ * target) or of nbe_message_ready could change: epochs opened, closed,
+ * activated or finished, grants given or received, recorded operations,
+ * progress. While it is unchanged, a target
  * for which nbe_rma_direct returned NBE_OK may take further direct
  * operations; the glue reports each with nbe_rma_direct_again (statistics
  * only), skipping the epoch lookup. */

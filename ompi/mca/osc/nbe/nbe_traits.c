@@ -14,6 +14,7 @@ int nbe_traits_init(nbe_traits_t *t)
 {
     t->cap = 16;
     t->count = 0;
+    t->extra_bytes = 0;
     t->last = NULL;
     t->slots = calloc(t->cap, sizeof(*t->slots));
     return t->slots ? 0 : -1;
@@ -22,10 +23,13 @@ int nbe_traits_init(nbe_traits_t *t)
 void nbe_traits_fini(nbe_traits_t *t)
 {
     if (NULL == t->slots) return;
-    for (size_t i = 0; i < t->cap; ++i) free(t->slots[i]);
+    for (size_t i = 0; i < t->cap; ++i) {
+        if (NULL != t->slots[i]) free(t->slots[i]->dones);
+        free(t->slots[i]);
+    }
     free(t->slots);
     t->slots = NULL;
-    t->cap = t->count = 0;
+    t->cap = t->count = t->extra_bytes = 0;
     t->last = NULL;
 }
 
@@ -76,4 +80,47 @@ nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
     t->count++;
     t->last = tr;
     return tr;
+}
+
+int nbe_trait_push_done(nbe_traits_t *t, nbe_trait_t *tr, uint64_t id, uint64_t ops)
+{
+    if (tr->done_count == tr->done_cap) {
+        uint32_t ncap = tr->done_cap ? 2 * tr->done_cap : 2;
+        nbe_done_t *nd = malloc(ncap * sizeof(*nd));
+        if (NULL == nd) return -1;
+        for (uint32_t i = 0; i < tr->done_count; ++i) {
+            nd[i] = tr->dones[(tr->done_head + i) % tr->done_cap];
+        }
+        free(tr->dones);
+        t->extra_bytes += (ncap - tr->done_cap) * sizeof(*nd);
+        tr->dones = nd;
+        tr->done_cap = ncap;
+        tr->done_head = 0;
+    }
+    /* kept sorted by id, so a DONE that overtook an earlier one (sent over
+     * another path) still waits behind it */
+    uint32_t i = tr->done_count;
+    while (i > 0) {
+        nbe_done_t *prev = &tr->dones[(tr->done_head + i - 1) % tr->done_cap];
+        if (prev->id < id) break;
+        tr->dones[(tr->done_head + i) % tr->done_cap] = *prev;
+        --i;
+    }
+    nbe_done_t *d = &tr->dones[(tr->done_head + i) % tr->done_cap];
+    d->id = id;
+    d->ops = ops;
+    tr->done_count++;
+    return 0;
+}
+
+const nbe_done_t *nbe_trait_first_done(const nbe_trait_t *tr)
+{
+    return tr->done_count ? &tr->dones[tr->done_head] : NULL;
+}
+
+void nbe_trait_pop_done(nbe_trait_t *tr)
+{
+    if (0 == tr->done_count) return;
+    tr->done_head = (tr->done_head + 1) % tr->done_cap;
+    tr->done_count--;
 }

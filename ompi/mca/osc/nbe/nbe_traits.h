@@ -21,12 +21,24 @@ typedef struct nbe_peer_info {
     int      requested;      /* the glue asked the peer for it */
 } nbe_peer_info_t;
 
+/* a DONE from an origin: its access epoch id and the total of counted
+ * messages it had sent us when it closed that epoch */
+typedef struct nbe_done {
+    uint64_t id;
+    uint64_t ops;
+} nbe_done_t;
+
 typedef struct nbe_trait {
     int      rank;
     nbe_peer_info_t info;    /* glue data, see above */
     /* origin side */
-    uint64_t C_e;            /* last epoch id granted to me by rank (monotone) */
-    uint64_t access_seq;     /* access epochs (start/lock) I requested towards rank */
+    /* PSCW start epochs and lock epochs have separate id spaces: a post
+     * grants the origin's next start, a lock grant echoes the request's id,
+     * and the two may be given in either order */
+    uint64_t C_e;            /* last start epoch id granted to me by rank (its posts) */
+    uint64_t access_seq;     /* start epochs I opened towards rank */
+    uint64_t C_lock;         /* last lock id rank granted me */
+    uint64_t lock_seq;       /* locks I requested from rank */
     uint64_t ops_out;        /* counted messages sent to rank outside fences */
     uint64_t fence_ops_out;  /* counted messages sent to rank in the current fence */
     uint64_t pending_local;  /* issued ops to rank not yet locally complete */
@@ -35,10 +47,15 @@ typedef struct nbe_trait {
     uint64_t flush_acked;    /* ops count acknowledged by rank's FLUSH_ACK */
     uint64_t flush_sent;     /* largest threshold sent in a FLUSH_REQ */
     /* target side */
-    uint64_t grant_seq;      /* grants I gave rank */
+    uint64_t grant_seq;      /* exposure (post) grants I gave rank */
+    uint64_t lock_grant_seq; /* lock grants I gave rank */
     uint64_t ops_in;         /* counted messages from rank outside fences */
-    uint64_t done_id;        /* last DONE id from rank */
-    uint64_t done_ops;       /* ops total carried by that DONE */
+    /* DONEs from rank not yet matched by an exposure leg, in id order (a
+     * ring): with early messages an origin may close several access
+     * epochs before this process posts the matching exposures, and each
+     * exposure must wait for its own epoch's total, not a later one's */
+    nbe_done_t *dones;
+    uint32_t done_head, done_count, done_cap;
     uint64_t unlock_req_seq; /* pending UNLOCK from rank (0 = none) */
     uint64_t unlock_req_ops;
     int      unlock_req_release;
@@ -53,6 +70,7 @@ typedef struct nbe_traits {
     nbe_trait_t **slots;
     size_t        cap;     /* power of two */
     size_t        count;
+    size_t        extra_bytes; /* heap bytes the traits hold besides themselves */
     nbe_trait_t  *last;    /* most recent lookup: RMA loops hit one peer */
 } nbe_traits_t;
 
@@ -62,5 +80,11 @@ void         nbe_traits_fini(nbe_traits_t *t);
 nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank);
 /* lookup, creating a zeroed trait on first touch (NULL on ENOMEM) */
 nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank);
+
+/* DONE queue of a trait, ordered by id: insert (0, or -1 on ENOMEM),
+ * lowest id (NULL if none), drop the lowest */
+int               nbe_trait_push_done(nbe_traits_t *t, nbe_trait_t *tr, uint64_t id, uint64_t ops);
+const nbe_done_t *nbe_trait_first_done(const nbe_trait_t *tr);
+void              nbe_trait_pop_done(nbe_trait_t *tr);
 
 #endif

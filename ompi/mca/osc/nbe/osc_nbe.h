@@ -114,6 +114,11 @@ typedef struct ompi_osc_nbe_module {
     opal_list_t            held;       /* frames that came before their grant (osc_nbe_hold.c) */
     size_t                 held_bytes;
     bool                   releasing;  /* ompi_osc_nbe_hold_release is on the stack */
+    /* engine generation at the last release pass; held frames are only
+     * looked at again once it changed (a grant or epoch activation) or
+     * held_recheck says a ready frame was held behind others */
+    uint64_t               held_gen;
+    bool                   held_recheck;
     bool                   freeing;
 } ompi_osc_nbe_module_t;
 

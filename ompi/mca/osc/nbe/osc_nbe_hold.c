@@ -47,6 +47,8 @@ void ompi_osc_nbe_hold_init(ompi_osc_nbe_module_t *module)
 {
     OBJ_CONSTRUCT(&module->held, opal_list_t);
     module->held_bytes = 0;
+    module->held_gen = 0;
+    module->held_recheck = true;
 }
 
 void ompi_osc_nbe_hold_configure(ompi_osc_nbe_module_t *module)
@@ -158,6 +160,7 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
         /* arrived while held frames are being applied: behind this origin's
          * held ones (the next release takes it) */
         hold = holds_from(module, hdr->src) || !frame_ready(module, hdr, payload, paylen);
+        module->held_recheck |= hold;   /* it may be ready already */
     }
     if (hold) hold_puts(module, hdr, payload, paylen);
     return hold;
@@ -170,6 +173,11 @@ int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
     held_frame_t *h, *next;
 
     if (module->releasing) return 0;   /* an applied frame led back here */
+    /* readiness changes only with the engine's generation */
+    uint64_t gen = nbe_engine_generation(module->engine);
+    if (gen == module->held_gen && !module->held_recheck) return 0;
+    module->held_gen = gen;
+    module->held_recheck = false;
     module->releasing = true;
     OPAL_LIST_FOREACH_SAFE (h, next, &module->held, held_frame_t) {
         if (!frame_ready(module, &h->hdr, h->payload, h->paylen)) continue;
