@@ -140,6 +140,11 @@ static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec 
         return;
     }
     room = req->length - offset_in_msg;
+    if (req->contig && 1 == count) {
+        memcpy(req->base + offset_in_msg, src[0].iov_base,
+               src[0].iov_len < room ? src[0].iov_len : room);
+        return;
+    }
     for (uint32_t i = 0; i < count && room > 0; ++i) {
         size_t len = src[i].iov_len < room ? src[i].iov_len : room;
         if (0 == len) {
@@ -531,16 +536,92 @@ static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_
     msg->iov_count = n;
 }
 
+/* The common small message, without a message descriptor: an eager message
+ * in one segment, next in sequence from its sender (nothing held), for a
+ * posted contiguous receive, or queued as unexpected. The same steps as
+ * mca_pml_mdq_recv_matched_arrival + deliver + unpack for that case only;
+ * false (nothing done) for anything else. */
+static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
+                           const mca_btl_base_descriptor_t *des)
+{
+    const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
+    size_t len = des->des_segments[0].seg_len - sizeof(*hdr);
+    mca_pml_mdq_recv_request_t *req;
+    mca_pml_mdq_peer_t *peer;
+    mdq_match_cursor_t cur;
+    mdq_match_item_t *it;
+    ompi_status_public_t *st;
+
+    if (OPAL_UNLIKELY(1 != des->des_segment_count || hdr->src < 0
+                      || (uint32_t) hdr->src >= mc->size)) {
+        return false;
+    }
+    peer = mca_pml_mdq_peer_get(mc, hdr->src);
+    if (OPAL_UNLIKELY(NULL == peer)) {
+        return false;
+    }
+    OPAL_THREAD_LOCK(&mc->lock);
+    if (OPAL_UNLIKELY(hdr->seq != peer->expect_seq || !opal_list_is_empty(&peer->held))) {
+        OPAL_THREAD_UNLOCK(&mc->lock);
+        return false;
+    }
+    it = mdq_match_take_posted(mc->queue, hdr->src, hdr->tag, &cur);
+    if (NULL == it) {
+        /* unexpected: queue a copy (the search's cursor places it) */
+        mca_pml_mdq_msg_t msg;
+        mca_pml_mdq_frag_t *frag;
+        msg.hdr = hdr;
+        mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
+        frag = mca_pml_mdq_frag_copy(&msg, sizeof(*hdr));
+        if (OPAL_UNLIKELY(NULL == frag)) {
+            OPAL_THREAD_UNLOCK(&mc->lock);
+            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return true;
+        }
+        frag->item.rank = hdr->src;
+        frag->item.tag = hdr->tag;
+        mdq_match_append_unexpected(mc->queue, &frag->item, &cur);
+        peer->expect_seq++;
+        OPAL_THREAD_UNLOCK(&mc->lock);
+        return true;
+    }
+    peer->expect_seq++;
+    OPAL_THREAD_UNLOCK(&mc->lock);
+
+    req = MDQ_ITEM_TO_RECVREQ(it);
+    if (OPAL_UNLIKELY(!req->contig)) {
+        mca_pml_mdq_msg_t msg;
+        msg.hdr = hdr;
+        mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
+        mca_pml_mdq_recv_request_deliver(req, &msg);
+        return true;
+    }
+    st = &req->req_recv.req_base.req_ompi.req_status;
+    st->MPI_SOURCE = hdr->src;
+    st->MPI_TAG = hdr->tag;
+    mdq_recv_set_truncation(req, len);
+    if (OPAL_LIKELY(req->length > 0)) {
+        memcpy(req->base, (const char *) (hdr + 1), req->length);
+    }
+    mca_pml_mdq_recv_request_event_done(req);
+    return true;
+}
+
 void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                             mca_btl_base_descriptor_t *des, void *cbdata)
 {
     const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
-    size_t hsize = mca_pml_mdq_hdr_size(tag, hdr);
+    size_t hsize;
     ompi_communicator_t *comm = ompi_comm_lookup(hdr->cid);
     mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
     mca_pml_mdq_msg_t msg;
     (void) cbdata;
 
+    if (OPAL_LIKELY(MDQ_TAG_EAGER == tag && NULL != mc) && mdq_eager_fast(mc, btl, des)) {
+        return;
+    }
+    hsize = mca_pml_mdq_hdr_size(tag, hdr);
     msg.hdr = hdr;
     mdq_msg_from_des(&msg, tag, btl, des, hsize);
     if (MDQ_TAG_RTS == tag) {
