@@ -462,7 +462,6 @@ static int can_activate(nbe_engine_t *e, nbe_epoch_t *ep)
 
 static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
 {
-    e->gen++;
     ep->state = NBE_EPOCH_ACTIVE;
     switch (ep->kind) {
     case NBE_EP_FENCE:
@@ -493,6 +492,9 @@ static void activate(nbe_engine_t *e, nbe_epoch_t *ep)
         for (int i = 0; i < ep->nlegs; ++i) request_lock_leg(e, ep, &ep->legs[i]);
         break;
     }
+    /* after the state it stands for (fence_seq, grant_seq) has changed: the
+     * glue re-examines held frames when it sees a new generation */
+    e->gen++;
     if (ep->open_req && NBE_EP_LOCK != ep->kind) {
         req_done(e, ep->open_req);
         ep->open_req = NULL;

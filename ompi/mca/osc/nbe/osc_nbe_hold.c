@@ -152,10 +152,13 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
         return false;
     } else if (!module->releasing) {
         /* a grant may have come since the last poll: what it readied goes
-         * first (an origin's ready frame never follows one of its frames that
-         * is not ready: readiness follows the order the origin sent in) */
+         * first. A frame stays behind its origin's held ones even if ready
+         * (with separate start and lock grants a lock's frame can be ready
+         * while an earlier start epoch's is not): totals count per origin,
+         * so an origin's frames are applied in the order it sent them */
         (void) ompi_osc_nbe_hold_release(module);
-        hold = !frame_ready(module, hdr, payload, paylen);
+        hold = holds_from(module, hdr->src) || !frame_ready(module, hdr, payload, paylen);
+        module->held_recheck |= hold;
     } else {
         /* arrived while held frames are being applied: behind this origin's
          * held ones (the next release takes it) */
@@ -166,7 +169,19 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     return hold;
 }
 
-/* Applies every held frame whose grant exists, in arrival order. */
+/* an earlier held frame of the same origin (it goes first) */
+static bool held_before(const ompi_osc_nbe_module_t *module, const held_frame_t *frame)
+{
+    held_frame_t *h;
+    OPAL_LIST_FOREACH (h, &module->held, held_frame_t) {
+        if (h == frame) return false;
+        if (h->hdr.src == frame->hdr.src) return true;
+    }
+    return false;
+}
+
+/* Applies every held frame whose grant exists and that no earlier held
+ * frame of its origin precedes, in arrival order. */
 int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
 {
     int count = 0;
@@ -180,7 +195,7 @@ int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
     module->held_recheck = false;
     module->releasing = true;
     OPAL_LIST_FOREACH_SAFE (h, next, &module->held, held_frame_t) {
-        if (!frame_ready(module, &h->hdr, h->payload, h->paylen)) continue;
+        if (!frame_ready(module, &h->hdr, h->payload, h->paylen) || held_before(module, h)) continue;
         opal_list_remove_item(&module->held, &h->super);
         module->held_bytes -= sizeof(*h) + h->paylen;
         ompi_osc_nbe_apply_frame_now(module, &h->hdr, h->payload, h->paylen);

@@ -539,23 +539,25 @@ static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_
 /* The common small message, without a message descriptor: an eager message
  * in one segment, next in sequence from its sender (nothing held), for a
  * posted contiguous receive, or queued as unexpected. The same steps as
- * mca_pml_mdq_recv_matched_arrival + deliver + unpack for that case only;
- * false (nothing done) for anything else. */
+ * mca_pml_mdq_recv_matched_arrival + mca_pml_mdq_recv_request_deliver +
+ * mdq_recv_unpack for that case only (a change to eager delivery there must
+ * be made here too); false (nothing done) for anything else. */
 static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
                            const mca_btl_base_descriptor_t *des)
 {
     const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
-    size_t len = des->des_segments[0].seg_len - sizeof(*hdr);
+    size_t len;
     mca_pml_mdq_recv_request_t *req;
     mca_pml_mdq_peer_t *peer;
     mdq_match_cursor_t cur;
     mdq_match_item_t *it;
     ompi_status_public_t *st;
 
-    if (OPAL_UNLIKELY(1 != des->des_segment_count || hdr->src < 0
-                      || (uint32_t) hdr->src >= mc->size)) {
+    if (OPAL_UNLIKELY(1 != des->des_segment_count || des->des_segments[0].seg_len < sizeof(*hdr)
+                      || hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
         return false;
     }
+    len = des->des_segments[0].seg_len - sizeof(*hdr);
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
     if (OPAL_UNLIKELY(NULL == peer)) {
         return false;
