@@ -71,30 +71,41 @@ static void first_fence(MPI_Win win, int *mem)
     }
 }
 
-static void late_post(MPI_Win win, int *mem)
+/* rank 0's PSCW partners: every other rank for rank 0, rank 0 for the others */
+static MPI_Group star_group(void)
 {
-    int v = 2000 + rank, zero = 0;
+    int zero = 0;
     MPI_Group world, g;
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     if (0 == rank) {
         int *others = malloc(sizeof(int) * (size_t) nprocs);
         for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
         MPI_Group_incl(world, nprocs - 1, others, &g);
+        free(others);
+    } else {
+        MPI_Group_incl(world, 1, &zero, &g);
+    }
+    MPI_Group_free(&world);
+    return g;
+}
+
+static void late_post(MPI_Win win, int *mem)
+{
+    int v = 2000 + rank;
+    MPI_Group g = star_group();
+    if (0 == rank) {
         usleep(200000);
         for (int i = 0; i < nprocs; ++i) mem[i] = -1;
         poll_network(100);   /* the origins' puts arrive before this post */
         MPI_Win_post(g, 0, win);
         MPI_Win_wait(win);
         for (int i = 1; i < nprocs; ++i) CHECK(mem[i] == 2000 + i, "late post: slot %d holds %d", i, mem[i]);
-        free(others);
     } else {
-        MPI_Group_incl(world, 1, &zero, &g);
         MPI_Win_start(g, 0, win);
         MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
         MPI_Win_complete(win);
     }
     MPI_Group_free(&g);
-    MPI_Group_free(&world);
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
@@ -141,17 +152,7 @@ static void all_to_all(MPI_Win win, int *mem)
 
 static void pscw_run_ahead(MPI_Win win, int *mem)
 {
-    int zero = 0;
-    MPI_Group world, g;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    if (0 == rank) {
-        int *others = malloc(sizeof(int) * (size_t) nprocs);
-        for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
-        MPI_Group_incl(world, nprocs - 1, others, &g);
-        free(others);
-    } else {
-        MPI_Group_incl(world, 1, &zero, &g);
-    }
+    MPI_Group g = star_group();
     for (int i = 0; i < nprocs; ++i) mem[i] = -1;
     MPI_Barrier(MPI_COMM_WORLD);
     if (0 == rank) {
@@ -174,7 +175,6 @@ static void pscw_run_ahead(MPI_Win win, int *mem)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Group_free(&g);
-    MPI_Group_free(&world);
 }
 
 int main(int argc, char **argv)
