@@ -394,6 +394,25 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
 
 /* ---- arrivals ---- */
 
+/* Under mc->lock: queue an unmatched message (frag: its fragment, or NULL
+ * for a copy) where the failed search's cursor points. */
+static void mdq_queue_unexpected(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg,
+                                 size_t hdr_size, mca_pml_mdq_frag_t *frag,
+                                 mdq_match_cursor_t *cur)
+{
+    if (NULL == frag) {
+        frag = mca_pml_mdq_frag_copy(msg, hdr_size);
+        if (OPAL_UNLIKELY(NULL == frag)) {
+            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
+            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            return;
+        }
+    }
+    frag->item.rank = msg->hdr->src;
+    frag->item.tag = msg->hdr->tag;
+    mdq_match_append_unexpected(mc->queue, &frag->item, cur);
+}
+
 /* Under mc->lock: match one in-sequence message, or queue a copy of it. */
 static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg,
                                                  size_t hdr_size, mca_pml_mdq_frag_t *frag)
@@ -404,17 +423,7 @@ static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const m
     if (NULL != it) {
         return MDQ_ITEM_TO_RECVREQ(it);
     }
-    if (NULL == frag) {
-        frag = mca_pml_mdq_frag_copy(msg, hdr_size);
-        if (OPAL_UNLIKELY(NULL == frag)) {
-            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
-            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
-            return NULL;
-        }
-    }
-    frag->item.rank = msg->hdr->src;
-    frag->item.tag = msg->hdr->tag;
-    mdq_match_append_unexpected(mc->queue, &frag->item, &cur);
+    mdq_queue_unexpected(mc, msg, hdr_size, frag, &cur);
     return NULL;
 }
 
@@ -569,21 +578,10 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     }
     it = mdq_match_take_posted(mc->queue, hdr->src, hdr->tag, &cur);
     if (NULL == it) {
-        /* unexpected: queue a copy (the search's cursor places it) */
         mca_pml_mdq_msg_t msg;
-        mca_pml_mdq_frag_t *frag;
         msg.hdr = hdr;
         mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
-        frag = mca_pml_mdq_frag_copy(&msg, sizeof(*hdr));
-        if (OPAL_UNLIKELY(NULL == frag)) {
-            OPAL_THREAD_UNLOCK(&mc->lock);
-            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
-            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
-            return true;
-        }
-        frag->item.rank = hdr->src;
-        frag->item.tag = hdr->tag;
-        mdq_match_append_unexpected(mc->queue, &frag->item, &cur);
+        mdq_queue_unexpected(mc, &msg, sizeof(*hdr), NULL, &cur);
         peer->expect_seq++;
         OPAL_THREAD_UNLOCK(&mc->lock);
         return true;
