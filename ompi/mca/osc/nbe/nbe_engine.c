@@ -595,8 +595,8 @@ static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
 
 /* An exposure leg is finished once its origin's DONE for the same epoch
  * id has arrived and every counted message that DONE announced has been
- * applied. DONEs wait in the trait's FIFO: an origin may send DONEs of
- * later epochs before this exposure is posted. Marks the leg finished and
+ * applied. DONEs wait in the trait's queue, sorted by id: an origin may
+ * send DONEs of later epochs before this exposure is posted. Marks the leg finished and
  * consumes the DONE; 1 if the leg is finished. */
 static int exposure_leg_done(nbe_engine_t *e, nbe_leg_t *l)
 {
