@@ -143,27 +143,25 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
 bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                              const char *payload, size_t paylen)
 {
+    /* a frame whose puts were all sent after their grants is ready */
+    bool early = hdr->flags & NBE_AM_F_EARLY;
     bool hold;
     if (OPAL_LIKELY(opal_list_is_empty(&module->held))) {
-        /* a frame whose puts were all sent after their grants is ready */
-        if (OPAL_LIKELY(!(hdr->flags & NBE_AM_F_EARLY))) return false;
+        if (OPAL_LIKELY(!early)) return false;
         hold = !frame_ready(module, hdr, payload, paylen);
     } else if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type) {
         return false;
-    } else if (!module->releasing) {
-        /* a grant may have come since the last poll: what it readied goes
-         * first. A frame stays behind its origin's held ones even if ready
-         * (with separate start and lock grants a lock's frame can be ready
-         * while an earlier start epoch's is not): totals count per origin,
-         * so an origin's frames are applied in the order it sent them */
-        (void) ompi_osc_nbe_hold_release(module);
-        hold = holds_from(module, hdr->src) || !frame_ready(module, hdr, payload, paylen);
-        module->held_recheck |= hold;
     } else {
-        /* arrived while held frames are being applied: behind this origin's
-         * held ones (the next release takes it) */
-        hold = holds_from(module, hdr->src) || !frame_ready(module, hdr, payload, paylen);
-        module->held_recheck |= hold;   /* it may be ready already */
+        /* a grant may have come since the last poll: what it readied goes
+         * first (unless this frame arrived while held frames are being
+         * applied: the next release takes it). A frame stays behind its
+         * origin's held ones even if ready (with separate start and lock
+         * grants a lock's frame can be ready while an earlier start epoch's
+         * is not): totals count per origin, so an origin's frames are
+         * applied in the order it sent them. */
+        if (!module->releasing) (void) ompi_osc_nbe_hold_release(module);
+        hold = holds_from(module, hdr->src) || (early && !frame_ready(module, hdr, payload, paylen));
+        module->held_recheck |= hold;   /* held behind others, it may be ready already */
     }
     if (hold) hold_puts(module, hdr, payload, paylen);
     return hold;
