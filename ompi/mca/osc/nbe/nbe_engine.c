@@ -596,8 +596,8 @@ static int step_start(nbe_engine_t *e, nbe_epoch_t *ep)
 /* An exposure leg is finished once its origin's DONE for the same epoch
  * id has arrived and every counted message that DONE announced has been
  * applied. DONEs wait in the trait's queue, sorted by id: an origin may
- * send DONEs of later epochs before this exposure is posted. Marks the leg finished and
- * consumes the DONE; 1 if the leg is finished. */
+ * send DONEs of later epochs before this exposure is posted. Marks the leg
+ * finished and consumes the DONE; 1 if the leg is finished. */
 static int exposure_leg_done(nbe_engine_t *e, nbe_leg_t *l)
 {
     nbe_trait_t *tr;
@@ -855,7 +855,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     }
 }
 
-/* a tag's kind and id (the fence id, or the access epoch id) */
+/* a tag's kind and id (the fence id, or a start or lock epoch's id) */
 static int tag_is_fence(uint64_t tag)
 {
     return 0 != tag && !(tag & NBE_TAG_ACCESS);
