@@ -41,6 +41,29 @@ static inline void test_init(int *argc, char ***argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 }
 
+/* a group of MPI_COMM_WORLD ranks (PSCW tests) */
+static inline MPI_Group world_ranks_group(const int *ranks, int n)
+{
+    MPI_Group world, g;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    MPI_Group_incl(world, n, ranks, &g);
+    MPI_Group_free(&world);
+    return g;
+}
+
+/* rank 0's PSCW partners: every other rank for rank 0, rank 0 for the others */
+static inline MPI_Group star_group(void)
+{
+    int zero = 0;
+    MPI_Group g;
+    if (0 != rank) return world_ranks_group(&zero, 1);
+    int *others = malloc(sizeof(int) * (size_t) nprocs);
+    for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
+    g = world_ranks_group(others, nprocs - 1);
+    free(others);
+    return g;
+}
+
 /* prints "No Errors" on rank 0 when every rank passed; returns exit code */
 static inline int test_finish(void)
 {

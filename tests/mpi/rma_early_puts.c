@@ -71,24 +71,6 @@ static void first_fence(MPI_Win win, int *mem)
     }
 }
 
-/* rank 0's PSCW partners: every other rank for rank 0, rank 0 for the others */
-static MPI_Group star_group(void)
-{
-    int zero = 0;
-    MPI_Group world, g;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    if (0 == rank) {
-        int *others = malloc(sizeof(int) * (size_t) nprocs);
-        for (int i = 1; i < nprocs; ++i) others[i - 1] = i;
-        MPI_Group_incl(world, nprocs - 1, others, &g);
-        free(others);
-    } else {
-        MPI_Group_incl(world, 1, &zero, &g);
-    }
-    MPI_Group_free(&world);
-    return g;
-}
-
 static void late_post(MPI_Win win, int *mem)
 {
     int v = 2000 + rank;

@@ -23,31 +23,19 @@
 static int size;
 #define ITERS 200
 
-static MPI_Group ranks_group(const int *r, int n)
-{
-    MPI_Group world, g;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    MPI_Group_incl(world, n, r, &g);
-    MPI_Group_free(&world);
-    return g;
-}
-
 static void fan_in(MPI_Win win, int *mem, int round)
 {
     if (0 == rank) {
-        int *others = malloc(sizeof(int) * (size_t) size);
-        for (int i = 1; i < size; ++i) others[i - 1] = i;
-        MPI_Group g = ranks_group(others, size - 1);
+        MPI_Group g = star_group();
         for (int i = 0; i < size; ++i) mem[i] = -1;
         MPI_Win_post(g, 0, win);
         usleep(300000);   /* out of MPI: completions wait in the ring */
         MPI_Win_wait(win);
         for (int i = 1; i < size; ++i) CHECK(mem[i] == round * 1000 + i, "fan-in slot %d: %d", i, mem[i]);
         MPI_Group_free(&g);
-        free(others);
     } else {
-        int zero = 0, v = round * 1000 + rank;
-        MPI_Group g = ranks_group(&zero, 1);
+        int v = round * 1000 + rank;
+        MPI_Group g = star_group();
         MPI_Win_start(g, 0, win);
         MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
         MPI_Win_complete(win);
@@ -59,7 +47,7 @@ static void fan_in(MPI_Win win, int *mem, int round)
 static void ring_exchange(MPI_Win win, int *mem)
 {
     int left = (rank + size - 1) % size, right = (rank + 1) % size;
-    MPI_Group from = ranks_group(&left, 1), to = ranks_group(&right, 1);
+    MPI_Group from = world_ranks_group(&left, 1), to = world_ranks_group(&right, 1);
     for (int it = 0; it < ITERS; ++it) {
         int v = it * 100 + rank;
         MPI_Win_post(from, 0, win);
