@@ -88,6 +88,9 @@ typedef struct ompi_osc_nbe_module {
     size_t                 outq_ops;   /* operations in outq */
     ompi_osc_nbe_region_t *regions;    /* dynamic window: attached regions */
     int                    nregions, cap_regions;
+    /* the first error a target reported for this process's operations
+     * (OMPI code, 0: none): the next synchronization call returns it */
+    int                    remote_error;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
      * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
@@ -141,8 +144,10 @@ enum {
     NBE_AM_FIN,      /* counted marker sent after an RDMA put/get completed */
     NBE_AM_GEOM_REQ, /* first touch: ask a peer for its window geometry */
     NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
-    NBE_AM_PUT_MULTI /* small put fragments packed in one frame, each counted,
+    NBE_AM_PUT_MULTI,/* small put fragments packed in one frame, each counted,
                         possibly closed by a control message */
+    NBE_AM_REFUSED   /* target to origin: an access without a reply (put,
+                        accumulate) was refused; op_idx: the OMPI error code */
 };
 
 /* one record inside an NBE_AM_PUT_MULTI frame: a put fragment (its data
@@ -178,6 +183,10 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
 /* the frame carries a put sent before its grant (NBE_TAG_EARLY): the target
  * checks it against its grants (osc_nbe_hold.c); other frames are ready */
 #define NBE_AM_F_EARLY 0x1
+/* in a REPLY: the target refused the access (outside the memory attached to
+ * a dynamic window); no data follows, len is the length refused and op_idx
+ * the OMPI error code */
+#define NBE_AM_F_REFUSED 0x2
 
 typedef struct nbe_am_hdr {
     uint8_t  type;
@@ -233,6 +242,7 @@ typedef struct ompi_osc_nbe_op {
     nbe_frag_plan_t        plan1;
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
+    bool                   refused;    /* the target refused it: no result to unpack */
 } ompi_osc_nbe_op_t;
 
 /* shared-memory segment of Win_allocate_shared */
@@ -332,6 +342,8 @@ int  ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module);
 int ompi_osc_nbe_free(struct ompi_win_t *win);
 int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len);
 int ompi_osc_nbe_detach(struct ompi_win_t *win, const void *base);
+/* is [addr, addr + len) inside one region attached to this dynamic window? */
+bool ompi_osc_nbe_attached(const ompi_osc_nbe_module_t *module, uint64_t addr, uint64_t len);
 int ompi_osc_nbe_shared_query(struct ompi_win_t *win, int rank, size_t *size, int *disp_unit,
                               void *baseptr);
 

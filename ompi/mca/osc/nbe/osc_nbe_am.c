@@ -642,6 +642,9 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
 {
     unsigned threshold = is_put ? mca_osc_nbe_component.rdma_threshold : rdma_get_threshold;
     if (0 == threshold || len < threshold) return -1;
+    /* a dynamic window's target checks each access against its attached
+     * regions, which only an active message lets it do */
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return -1;
     mca_bml_base_btl_t *b = rdma_btl(module, op->super.target, is_put);
     if (NULL == b) return -1;
     parse_remote_complete();

@@ -15,6 +15,7 @@
 #include "opal/util/output.h"
 #include "opal/sys/atomic.h"
 #include "ompi/mca/osc/base/osc_base_obj_convert.h"
+#include "ompi/errhandler/errcode-internal.h"
 
 void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
 
@@ -105,7 +106,7 @@ static void request_complete(ompi_osc_nbe_request_t *req)
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 {
     ompi_osc_nbe_module_t *module = op->module;
-    if (op->result_alloc) {
+    if (op->result_alloc && !op->refused) {
         if (NBE_OP_GET == op->type) {
             opal_convertor_t conv;
             struct iovec iov = { .iov_base = op->result_alloc, .iov_len = op->nbytes };
@@ -165,12 +166,54 @@ struct put_target {
     int                    src;
 };
 
+/* ---- accesses a dynamic window refuses ---- */
+
+/* a dynamic window takes only accesses inside its attached regions: any
+ * other address may not be mapped here */
+static bool refused_here(const ompi_osc_nbe_module_t *module, uint64_t addr, uint64_t len)
+{
+    return OPAL_UNLIKELY(MPI_WIN_FLAVOR_DYNAMIC == module->flavor) && 0 != len &&
+           !ompi_osc_nbe_attached(module, addr, len);
+}
+
+/* target: tell the origin; a fetching access gets its reply, with no data */
+static void send_refusal(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
+                         nbe_am_hdr_t *rep)
+{
+    opal_output_verbose(10, mca_osc_nbe_component.output,
+                        "osc/nbe: refused an access from %d to [%#llx, +%u), not attached",
+                        hdr->src, (unsigned long long) hdr->addr, (unsigned) hdr->len);
+    if (NBE_AM_GET != hdr->type && NBE_AM_GACC != hdr->type && NBE_AM_CAS != hdr->type) {
+        memset(rep, 0, sizeof(*rep));
+        rep->type = NBE_AM_REFUSED;
+        rep->src = module->rank;
+        rep->cid = module->cid;
+    } else {
+        rep->flags = NBE_AM_F_REFUSED;
+        rep->len = hdr->len;
+    }
+    rep->op_idx = OMPI_ERR_RMA_RANGE;
+    ompi_osc_nbe_send_frame(module, hdr->src, rep, NULL, 0, true);
+}
+
+/* origin: the next synchronization call returns the first such error */
+static void note_remote_error(ompi_osc_nbe_module_t *module, int code)
+{
+    if (0 == module->remote_error) module->remote_error = code;
+}
+
 /* a packed put applied: written, then counted */
 static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
 {
     const struct put_target *t = ctx;
     (void) reclen;
-    memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
+    if (OPAL_UNLIKELY(refused_here(t->module, sub->addr, sub->len))) {
+        nbe_am_hdr_t hdr = { .type = NBE_AM_PUT, .src = t->src, .addr = sub->addr, .len = sub->len };
+        nbe_am_hdr_t rep;
+        send_refusal(t->module, &hdr, &rep);
+    } else {
+        memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
+    }
     nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
 }
 
@@ -199,11 +242,24 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) (uintptr_t) hdr->cookie;
         /* the target's arrival count at reply time: a free flush ack */
         if (hdr->fence_tag) nbe_note_remote_ack(module->engine, hdr->src, hdr->fence_tag);
-        memcpy(op->result + hdr->offset, payload, paylen);
-        op->reply_left -= paylen;
+        size_t got = paylen;
+        if (OPAL_UNLIKELY(hdr->flags & NBE_AM_F_REFUSED)) {
+            got = hdr->len;
+            op->refused = true;
+            note_remote_error(module, hdr->op_idx);
+            if (op->req) {
+                op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(hdr->op_idx);
+            }
+        } else {
+            memcpy(op->result + hdr->offset, payload, paylen);
+        }
+        op->reply_left -= got;
         if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
         return;
     }
+    case NBE_AM_REFUSED:
+        note_remote_error(module, hdr->op_idx);
+        return;
     case NBE_AM_PUT_MULTI:
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
@@ -229,6 +285,15 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         /* count first, so the reply can carry the arrival count (outside fences) */
         nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
         if (0 == hdr->fence_tag) rep.fence_tag = nbe_ops_in_from(module->engine, hdr->src);
+    }
+
+    if (OPAL_UNLIKELY(refused_here(module, hdr->addr, NBE_AM_PUT == hdr->type ||
+                                                     NBE_AM_ACC == hdr->type ? paylen : hdr->len))) {
+        send_refusal(module, hdr, &rep);
+        if (NBE_AM_PUT == hdr->type || NBE_AM_ACC == hdr->type) {
+            nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
+        }
+        return;
     }
 
     switch (hdr->type) {
@@ -621,17 +686,24 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
 
 /* the target address of [disp, count x dt) in a peer's window of geometry p,
  * or MPI_ERR_RMA_RANGE */
-static int range_in(const ompi_osc_nbe_peer_t *p, ptrdiff_t disp, int count, ompi_datatype_t *dt,
-                    uint64_t *addr)
+/* the bytes [*lo, *hi) that count x dt touch from start (count > 0) */
+static void dt_span(int64_t start, int count, ompi_datatype_t *dt, int64_t *lo, int64_t *hi)
 {
     ptrdiff_t lb, ext, tlb, text;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
+    *lo = start + tlb;
+    *hi = start + tlb + (int64_t) (count - 1) * ext + text;
+}
+
+static int range_in(const ompi_osc_nbe_peer_t *p, ptrdiff_t disp, int count, ompi_datatype_t *dt,
+                    uint64_t *addr)
+{
     int64_t start = (int64_t) disp * p->disp_unit;
     if (disp < 0 || start < 0) return OMPI_ERR_RMA_RANGE;
     if (count > 0) {
-        int64_t lo = start + tlb;
-        int64_t hi = start + tlb + (int64_t) (count - 1) * ext + text;
+        int64_t lo, hi;
+        dt_span(start, count, dt, &lo, &hi);
         if (lo < 0 || (uint64_t) hi > p->size) return OMPI_ERR_RMA_RANGE;
     }
     *addr = p->base + (uint64_t) start;
@@ -642,7 +714,16 @@ static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp
                        ompi_datatype_t *dt, uint64_t *addr)
 {
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
+        /* displacements are addresses; our own regions are known here, a
+         * peer checks its own when the access arrives */
         *addr = (uint64_t) disp;
+        if (target == module->rank && count > 0) {
+            int64_t lo, hi;
+            dt_span((int64_t) disp, count, dt, &lo, &hi);
+            if (!ompi_osc_nbe_attached(module, (uint64_t) lo, (uint64_t) (hi - lo))) {
+                return OMPI_ERR_RMA_RANGE;
+            }
+        }
         return OMPI_SUCCESS;
     }
     const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);

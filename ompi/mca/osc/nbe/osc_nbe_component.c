@@ -478,14 +478,28 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     return ret;
 }
 
+/* the regions are kept sorted by base: an access may span adjacent ones */
+static int region_after(const ompi_osc_nbe_module_t *module, uintptr_t addr)
+{
+    int lo = 0, hi = module->nregions;   /* first region with base > addr */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (module->regions[mid].base <= addr) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) return OMPI_ERR_RMA_FLAVOR;
     uintptr_t b = (uintptr_t) base;
-    for (int i = 0; i < module->nregions; ++i) {
-        ompi_osc_nbe_region_t *r = &module->regions[i];
-        if (b < r->base + r->len && r->base < b + len) return OMPI_ERR_RMA_ATTACH;
+    int at = region_after(module, b);
+    const ompi_osc_nbe_region_t *prev = at > 0 ? &module->regions[at - 1] : NULL;
+    const ompi_osc_nbe_region_t *next = at < module->nregions ? &module->regions[at] : NULL;
+    if ((prev && b < prev->base + prev->len) || (next && next->base < b + len)) {
+        return OMPI_ERR_RMA_ATTACH;
     }
     if (module->nregions == module->cap_regions) {
         int ncap = module->cap_regions ? 2 * module->cap_regions : 8;
@@ -494,21 +508,37 @@ int ompi_osc_nbe_attach(struct ompi_win_t *win, void *base, size_t len)
         module->regions = nr;
         module->cap_regions = ncap;
     }
-    module->regions[module->nregions].base = b;
-    module->regions[module->nregions].len = len;
+    memmove(&module->regions[at + 1], &module->regions[at],
+            (size_t) (module->nregions - at) * sizeof(ompi_osc_nbe_region_t));
+    module->regions[at].base = b;
+    module->regions[at].len = len;
     module->nregions++;
     return OMPI_SUCCESS;
+}
+
+bool ompi_osc_nbe_attached(const ompi_osc_nbe_module_t *module, uint64_t addr, uint64_t len)
+{
+    if (len > UINT64_MAX - addr) return false;
+    uint64_t end = addr + len;
+    /* from the region holding addr on through adjacent ones */
+    for (int i = region_after(module, (uintptr_t) addr) - 1; i >= 0 && i < module->nregions; ++i) {
+        const ompi_osc_nbe_region_t *r = &module->regions[i];
+        if (addr < r->base || addr - r->base >= r->len) return false;
+        uint64_t rend = r->base + r->len;
+        if (end <= rend) return true;
+        addr = rend;
+    }
+    return false;
 }
 
 int ompi_osc_nbe_detach(struct ompi_win_t *win, const void *base)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     if (MPI_WIN_FLAVOR_DYNAMIC != module->flavor) return OMPI_ERR_RMA_FLAVOR;
-    for (int i = 0; i < module->nregions; ++i) {
-        if (module->regions[i].base == (uintptr_t) base) {
-            module->regions[i] = module->regions[--module->nregions];
-            return OMPI_SUCCESS;
-        }
-    }
-    return OMPI_ERR_RMA_ATTACH;
+    int i = region_after(module, (uintptr_t) base) - 1;
+    if (i < 0 || module->regions[i].base != (uintptr_t) base) return OMPI_ERR_RMA_ATTACH;
+    memmove(&module->regions[i], &module->regions[i + 1],
+            (size_t) (module->nregions - i - 1) * sizeof(ompi_osc_nbe_region_t));
+    module->nregions--;
+    return OMPI_SUCCESS;
 }

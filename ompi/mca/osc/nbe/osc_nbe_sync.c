@@ -146,6 +146,16 @@ static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
     return ompi_osc_nbe_wait_req(module, req);
 }
 
+/* a synchronization that succeeded returns the first error a target
+ * reported since the last one (an access a dynamic window refused) */
+static int with_remote_error(ompi_osc_nbe_module_t *module, int rc)
+{
+    if (OPAL_LIKELY(0 == module->remote_error) || OMPI_SUCCESS != rc) return rc;
+    rc = module->remote_error;
+    module->remote_error = 0;
+    return rc;
+}
+
 int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
@@ -159,7 +169,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
         opal_atomic_mb();
         ompi_osc_nbe_shm_barrier(module);
     }
-    return rc;
+    return with_remote_error(module, rc);
 }
 
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
@@ -179,7 +189,7 @@ int ompi_osc_nbe_complete(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_icomplete(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    return with_remote_error(module, ompi_osc_nbe_wait_req(module, req));
 }
 
 int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
@@ -200,7 +210,7 @@ int ompi_osc_nbe_wait(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iwait(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    return with_remote_error(module, ompi_osc_nbe_wait_req(module, req));
 }
 
 int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag)
@@ -254,7 +264,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
         ompi_osc_nbe_shm_win_unlock(module, target);
     }
-    return rc;
+    return with_remote_error(module, rc);
 }
 
 int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
@@ -286,7 +296,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
         for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
         module->shm_lock_all = 0;
     }
-    return rc;
+    return with_remote_error(module, rc);
 }
 
 int ompi_osc_nbe_sync(struct ompi_win_t *win)
@@ -338,20 +348,20 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
 
 int ompi_osc_nbe_flush(int target, struct ompi_win_t *win)
 {
-    return flush_common(win, target, 0);
+    return with_remote_error(ompi_osc_nbe_module(win), flush_common(win, target, 0));
 }
 
 int ompi_osc_nbe_flush_all(struct ompi_win_t *win)
 {
-    return flush_common(win, -1, 0);
+    return with_remote_error(ompi_osc_nbe_module(win), flush_common(win, -1, 0));
 }
 
 int ompi_osc_nbe_flush_local(int target, struct ompi_win_t *win)
 {
-    return flush_common(win, target, 1);
+    return with_remote_error(ompi_osc_nbe_module(win), flush_common(win, target, 1));
 }
 
 int ompi_osc_nbe_flush_local_all(struct ompi_win_t *win)
 {
-    return flush_common(win, -1, 1);
+    return with_remote_error(ompi_osc_nbe_module(win), flush_common(win, -1, 1));
 }
