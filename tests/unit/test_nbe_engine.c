@@ -90,6 +90,20 @@ static void tx_req(void *ctx, nbe_req_t *r)
 
 static const nbe_transport_t TX = { tx_ctrl, tx_issue, tx_req };
 
+/* Allocation failure injection: the binary links with -Wl,--wrap for the
+ * three allocators, so while fail_allocs is set every allocation (the
+ * engine's and the harness's) returns NULL. */
+static int fail_allocs;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n) { return fail_allocs ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size) { return fail_allocs ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n) { return fail_allocs ? NULL : __real_realloc(p, n); }
+
 static void sim_init(int n, int random_order)
 {
     memset(&S, 0, sizeof(S));
@@ -1040,6 +1054,85 @@ START_TEST(fence_close_does_not_block_earlier_locks)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- */
+/* out of memory while a message is handled: the engine fails, and says so
+ * from every later call instead of crashing or waiting for ever */
+
+/* deliver the next message with every allocation failing */
+static void deliver_without_memory(void)
+{
+    msg_t *m = S.q;
+    ck_assert_ptr_nonnull(m);
+    S.q = m->next;
+    S.qlen--;
+    fail_allocs = 1;
+    if (m->is_op) nbe_on_op_arrived(S.e[m->dst], m->src, m->fence_tag);
+    else nbe_on_ctrl(S.e[m->dst], &m->ctrl);
+    fail_allocs = 0;
+    free(m);
+}
+
+static void assert_failed(nbe_engine_t *e)
+{
+    nbe_req_t *r = NULL;
+    ck_assert_int_eq(nbe_engine_failed(e), NBE_ERR_NOMEM);
+    ck_assert_int_eq(nbe_progress(e), NBE_ERR_NOMEM);
+    ck_assert_int_eq(nbe_ifence(e, 0, &r), NBE_ERR_NOMEM);
+    ck_assert_int_eq(nbe_ilock(e, NBE_LOCK_SHARED, 0, 0, &r), NBE_ERR_NOMEM);
+    ck_assert_int_eq(nbe_check_access(e, 0), NBE_ERR_NOMEM);
+    ck_assert_ptr_null(r);
+}
+
+START_TEST(lock_request_without_memory)
+{
+    sim_init(2, 0);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    deliver_without_memory();   /* the LOCK_REQ: no waiter record */
+    assert_failed(S.e[1]);
+    ck_assert_int_eq(nbe_engine_failed(S.e[0]), 0);
+    run_until_quiet();
+    sim_fini();
+}
+END_TEST
+
+START_TEST(new_peer_without_memory)
+{
+    sim_init(3, 0);
+    nbe_req_t *r = NULL;
+    /* a NOCHECK lock sends no request: the put is the first message from 2 */
+    ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_SHARED, 0, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    put(2, 0, 5, 9, NBE_OK);
+    ck_assert_int_eq(S.q->is_op, 1);
+    deliver_without_memory();   /* no memory for the target's trait of rank 2 */
+    assert_failed(S.e[0]);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &r), NBE_ERR_NOMEM);
+    run_until_quiet();
+    sim_fini();
+}
+END_TEST
+
+START_TEST(done_without_memory)
+{
+    sim_init(2, 0);
+    int origin = 0, target = 1;
+    nbe_req_t *rc = NULL, *rw = NULL;
+    ck_assert_int_eq(nbe_ipost(S.e[target], &origin, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_istart(S.e[origin], &target, 1, 0, NULL), NBE_OK);
+    run_until_quiet();
+    put(origin, target, 3, 7, NBE_OK);
+    ck_assert_int_eq(nbe_icomplete(S.e[origin], &rc), NBE_OK);
+    while (S.q && !(!S.q->is_op && NBE_CTRL_DONE == S.q->ctrl.type)) deliver_one();
+    deliver_without_memory();   /* the DONE: no room in the DONE queue */
+    assert_failed(S.e[target]);
+    ck_assert_int_eq(nbe_iwait(S.e[target], &rw), NBE_ERR_NOMEM);
+    ck_assert_ptr_null(rw);
+    run_until_quiet();
+    ck_assert(rc->complete);   /* the origin's side is unaffected */
+    nbe_req_free(rc);
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -1073,6 +1166,9 @@ static Suite *suite(void)
     tcase_add_test(tc, implicit_fence_close_does_not_block_locks);
     tcase_add_test(tc, closing_exposure_defers_lock_grant);
     tcase_add_test(tc, fence_close_does_not_block_earlier_locks);
+    tcase_add_test(tc, lock_request_without_memory);
+    tcase_add_test(tc, new_peer_without_memory);
+    tcase_add_test(tc, done_without_memory);
     suite_add_tcase(s, tc);
     return s;
 }

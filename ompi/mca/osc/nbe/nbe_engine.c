@@ -95,7 +95,17 @@ struct nbe_engine {
     nbe_req_t       *free_reqs;
     nbe_epoch_t     *free_epochs;
     int              nfree_reqs, nfree_epochs;
+    /* NBE_ERR_NOMEM once a message could not be recorded for want of
+     * memory: the window's state is lost, every later call fails with it */
+    int              failed;
+    nbe_trait_t      sink;           /* what trait() gives once traits cannot grow */
 };
+
+/* a public entry point of an engine that failed returns the failure */
+#define NBE_RETURN_IF_FAILED(e)                              \
+    do {                                                     \
+        if (__builtin_expect(0 != (e)->failed, 0)) return (e)->failed; \
+    } while (0)
 
 #define NBE_FREE_LIST_MAX 16
 
@@ -106,9 +116,25 @@ static int is_passive(nbe_epoch_kind_t k)
     return NBE_EP_LOCK == k || NBE_EP_LOCK_ALL == k;
 }
 
+static void engine_fail(nbe_engine_t *e)
+{
+    e->failed = NBE_ERR_NOMEM;
+    e->dirty = 1;
+    e->gen++;
+}
+
+/* a peer's trait, created on first touch. Without memory for it the engine
+ * fails, and the caller (which cannot return an error: it is handling a
+ * message) writes into a sink nobody reads. */
 static nbe_trait_t *trait(nbe_engine_t *e, int rank)
 {
-    return nbe_traits_get(&e->traits, rank);
+    nbe_trait_t *tr = nbe_traits_get(&e->traits, rank);
+    if (__builtin_expect(NULL != tr, 1)) return tr;
+    engine_fail(e);
+    memset(&e->sink, 0, sizeof(e->sink));
+    e->sink.rank = rank;
+    e->sink.watched = 1;   /* never linked into the watch list */
+    return &e->sink;
 }
 
 static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t b,
@@ -127,7 +153,10 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
         if (e->loop_n == e->loop_cap) {
             size_t ncap = e->loop_cap ? 2 * e->loop_cap : 16;
             nbe_ctrl_t *nl = realloc(e->loop, ncap * sizeof(*nl));
-            if (NULL == nl) abort();   /* cannot lose a control message */
+            if (NULL == nl) {   /* a control message lost: the window is */
+                engine_fail(e);
+                return;
+            }
             e->loop = nl;
             e->loop_cap = ncap;
         }
@@ -793,6 +822,7 @@ static int process_watch(nbe_engine_t *e)
 
 void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
 {
+    if (e->failed) return;
     nbe_trait_t *tr;
     e->dirty = 1;
     e->gen++;   /* grants change what may go directly */
@@ -810,7 +840,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
-        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) abort();
+        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) engine_fail(e);
         break;
     case NBE_CTRL_FENCE_DONE:
         e->fslot[m->a % 3].dones++;
@@ -818,7 +848,10 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_LOCK_REQ: {
         nbe_lock_waiter_t *w = calloc(1, sizeof(*w));
-        if (NULL == w) abort();
+        if (NULL == w) {
+            engine_fail(e);
+            break;
+        }
         w->origin = m->src;
         w->type = m->lock_type;
         w->id = m->a;
@@ -1055,6 +1088,7 @@ static int progress_run(nbe_engine_t *e)
 
 int nbe_progress(nbe_engine_t *e)
 {
+    NBE_RETURN_IF_FAILED(e);
     return e->dirty ? progress_run(e) : 0;
 }
 
@@ -1103,6 +1137,7 @@ static int alloc_req(nbe_engine_t *e, nbe_req_t **out, nbe_req_kind_t kind, nbe_
 
 int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (e->cur_start || e->cur_post || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (alloc_req(e, out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
@@ -1130,6 +1165,7 @@ int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
 
 int nbe_istart(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
@@ -1144,6 +1180,7 @@ int nbe_istart(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_re
 
 int nbe_icomplete(nbe_engine_t *e, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (NULL == e->cur_start) return NBE_ERR_SYNC;
     if (alloc_req(e, out, NBE_REQ_COMPLETE, &r)) return NBE_ERR_NOMEM;
@@ -1155,6 +1192,7 @@ int nbe_icomplete(nbe_engine_t *e, nbe_req_t **out)
 
 int nbe_ipost(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (e->cur_post) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
@@ -1169,6 +1207,7 @@ int nbe_ipost(nbe_engine_t *e, const int *ranks, int n, int assert_bits, nbe_req
 
 int nbe_iwait(nbe_engine_t *e, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (NULL == e->cur_post) return NBE_ERR_SYNC;
     if (alloc_req(e, out, NBE_REQ_WAIT, &r)) return NBE_ERR_NOMEM;
@@ -1180,6 +1219,7 @@ int nbe_iwait(nbe_engine_t *e, nbe_req_t **out)
 
 int nbe_test_exposure(nbe_engine_t *e, int *flag)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_epoch_t *ep = e->cur_post;
     *flag = 0;
     if (NULL == ep) return NBE_ERR_SYNC;
@@ -1197,6 +1237,7 @@ int nbe_test_exposure(nbe_engine_t *e, int *flag)
 
 int nbe_ilock(nbe_engine_t *e, int lock_type, int target, int assert_bits, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_trait_t *tr = trait(e, target);
@@ -1216,6 +1257,7 @@ int nbe_ilock(nbe_engine_t *e, int lock_type, int target, int assert_bits, nbe_r
 
 int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
@@ -1240,6 +1282,7 @@ int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
 
 int nbe_ilock_all(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (e->cur_start || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (close_idle_fence(e)) return NBE_ERR_SYNC;
@@ -1255,6 +1298,7 @@ int nbe_ilock_all(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
 
 int nbe_iunlock_all(nbe_engine_t *e, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     if (NULL == e->cur_lock_all) return NBE_ERR_SYNC;
     if (alloc_req(e, out, NBE_REQ_UNLOCK_ALL, &r)) return NBE_ERR_NOMEM;
@@ -1266,6 +1310,7 @@ int nbe_iunlock_all(nbe_engine_t *e, nbe_req_t **out)
 
 int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_req_t *r;
     nbe_epoch_t *ep = NULL;
     if (target >= e->size || NULL == out) return NBE_ERR_ARG;
@@ -1290,6 +1335,7 @@ int nbe_iflush(nbe_engine_t *e, int target, int local, nbe_req_t **out)
 
 int nbe_flush_begin(nbe_engine_t *e, int target, int local, uint64_t *thr)
 {
+    NBE_RETURN_IF_FAILED(e);
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_epoch_t *ep = passive_epoch_of(e, target);
     if (NULL == ep) return NBE_ERR_SYNC;
@@ -1321,6 +1367,7 @@ static int leg_flushed(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l, int local
 
 int nbe_flush_now(nbe_engine_t *e, int target, int local)
 {
+    NBE_RETURN_IF_FAILED(e);
     if (target >= e->size) return NBE_ERR_ARG;
     if (target >= 0) {
         nbe_epoch_t *ep = passive_epoch_of(e, target);
@@ -1356,12 +1403,14 @@ static nbe_epoch_t *find_access(nbe_engine_t *e, int target)
 
 int nbe_check_access(nbe_engine_t *e, int target)
 {
+    NBE_RETURN_IF_FAILED(e);
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     return find_access(e, target) ? NBE_OK : NBE_ERR_SYNC;
 }
 
 int nbe_rma(nbe_engine_t *e, nbe_op_t *op)
 {
+    NBE_RETURN_IF_FAILED(e);
     if (op->target < 0 || op->target >= e->size) return NBE_ERR_ARG;
     nbe_epoch_t *ep = find_access(e, op->target);
     if (NULL == ep) return NBE_ERR_SYNC;
@@ -1407,6 +1456,7 @@ static int direct_ready(nbe_engine_t *e, int target, nbe_epoch_t **out)
 
 int nbe_rma_direct(nbe_engine_t *e, int target)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_epoch_t *ep;
     int rc = direct_ready(e, target, &ep);
     if (NBE_OK == rc) e->stats.ops_issued++;
@@ -1435,6 +1485,7 @@ static uint64_t early_tag(nbe_engine_t *e, nbe_epoch_t *ep, int target)
 
 int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
 {
+    NBE_RETURN_IF_FAILED(e);
     nbe_epoch_t *ep;
     int rc = direct_ready(e, target, &ep);
     if (NBE_OK == rc) {
@@ -1527,6 +1578,16 @@ void nbe_engine_destroy(nbe_engine_t *e)
     }
     free(e->loop);
     free(e);
+}
+
+void nbe_engine_fail(nbe_engine_t *e)
+{
+    engine_fail(e);
+}
+
+int nbe_engine_failed(const nbe_engine_t *e)
+{
+    return e->failed;
 }
 
 int nbe_engine_idle(const nbe_engine_t *e)

@@ -251,6 +251,11 @@ nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *eng, int rank);
 size_t nbe_engine_memory(const nbe_engine_t *eng);
 
 /* --- queries --- */
+/* NBE_ERR_NOMEM once the engine lost a message for want of memory (every
+ * later call fails with it and no request completes any more), else 0 */
+int    nbe_engine_failed(const nbe_engine_t *eng);
+/* the glue lost a message of this window for want of memory */
+void   nbe_engine_fail(nbe_engine_t *eng);
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
 size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */
 size_t nbe_engine_traits_count(const nbe_engine_t *eng);

@@ -184,8 +184,8 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
  * checks it against its grants (osc_nbe_hold.c); other frames are ready */
 #define NBE_AM_F_EARLY 0x1
 /* in a REPLY: the target refused the access (outside the memory attached to
- * a dynamic window); no data follows, len is the length refused and op_idx
- * the OMPI error code */
+ * a dynamic window, or no memory to apply it); no data follows, len is the
+ * length refused and op_idx the OMPI error code */
 #define NBE_AM_F_REFUSED 0x2
 
 typedef struct nbe_am_hdr {
@@ -308,6 +308,7 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 /* frees the process-wide cache of op objects (component close) */
 int ompi_osc_nbe_ops_init(void);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
+void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);

@@ -437,7 +437,13 @@ void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
         return;
     }
     nbe_qentry_t *q = malloc(sizeof(*q));
-    if (NULL == q) abort();
+    if (OPAL_UNLIKELY(NULL == q)) {
+        /* the op counts as issued: without it the epoch cannot complete */
+        opal_output(0, "osc/nbe: out of memory queueing an operation; the window fails");
+        nbe_engine_fail(module->engine);
+        ompi_osc_nbe_op_fail(op, OMPI_ERR_OUT_OF_RESOURCE);
+        return;
+    }
     OBJ_CONSTRUCT(&q->super, opal_list_item_t);
     q->peer = op->super.target;
     q->op = op;
@@ -681,29 +687,33 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     char *buf, *tmp = NULL;
 
     for (size_t i = 0; i < des->des_segment_count; ++i) total += segs[i].seg_len;
+    if (total < sizeof(nbe_am_hdr_t) || 0 == des->des_segment_count ||
+        segs[0].seg_len < sizeof(nbe_am_hdr_t)) {
+        opal_output(0, "osc/nbe: dropping a truncated frame (%zu bytes)", total);
+        return;
+    }
+    nbe_am_hdr_t hdr;
+    memcpy(&hdr, segs[0].seg_addr.pval, sizeof(hdr));
+    void *mod = ompi_osc_nbe_window_lookup(hdr.cid);
+    if (NULL == mod) {
+        opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
+        return;
+    }
     if (1 == des->des_segment_count) {
         buf = segs[0].seg_addr.pval;
     } else {
         tmp = buf = malloc(total);
-        if (NULL == buf) abort();
+        if (OPAL_UNLIKELY(NULL == buf)) {
+            opal_output(0, "osc/nbe: out of memory receiving a frame from %d; the window fails",
+                        hdr.src);
+            nbe_engine_fail(((ompi_osc_nbe_module_t *) mod)->engine);
+            return;
+        }
         size_t off = 0;
         for (size_t i = 0; i < des->des_segment_count; ++i) {
             memcpy(buf + off, segs[i].seg_addr.pval, segs[i].seg_len);
             off += segs[i].seg_len;
         }
-    }
-    if (total < sizeof(nbe_am_hdr_t)) {
-        opal_output(0, "osc/nbe: dropping a truncated frame (%zu bytes)", total);
-        free(tmp);
-        return;
-    }
-    nbe_am_hdr_t hdr;
-    memcpy(&hdr, buf, sizeof(hdr));
-    void *mod = ompi_osc_nbe_window_lookup(hdr.cid);
-    if (NULL == mod) {
-        opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
-        free(tmp);
-        return;
     }
     if (NBE_AM_GEOM_REQ == hdr.type || NBE_AM_GEOM_REP == hdr.type) {
         ompi_osc_nbe_geom_frame((ompi_osc_nbe_module_t *) mod, &hdr, buf + sizeof(hdr),

@@ -102,6 +102,16 @@ static void request_complete(ompi_osc_nbe_request_t *req)
     }
 }
 
+/* op cannot be carried out (code: an OMPI error): its request completes
+ * with the error and the engine stops waiting for it */
+void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code)
+{
+    if (op->req) op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(code);
+    nbe_op_local_done(op->module->engine, op->super.target);
+    request_complete(op->req);
+    ompi_osc_nbe_op_free(op);
+}
+
 /* the data of op is out (put/acc) or its result arrived (get/gacc/cas) */
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 {
@@ -176,13 +186,15 @@ static bool refused_here(const ompi_osc_nbe_module_t *module, uint64_t addr, uin
            !ompi_osc_nbe_attached(module, addr, len);
 }
 
-/* target: tell the origin; a fetching access gets its reply, with no data */
+/* target: tell the origin (code: why, an OMPI error); a fetching access
+ * gets its reply, with no data */
 static void send_refusal(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
-                         nbe_am_hdr_t *rep)
+                         nbe_am_hdr_t *rep, int code)
 {
     opal_output_verbose(10, mca_osc_nbe_component.output,
-                        "osc/nbe: refused an access from %d to [%#llx, +%u), not attached",
-                        hdr->src, (unsigned long long) hdr->addr, (unsigned) hdr->len);
+                        "osc/nbe: refused an access from %d to [%#llx, +%u): %s",
+                        hdr->src, (unsigned long long) hdr->addr, (unsigned) hdr->len,
+                        OMPI_ERR_RMA_RANGE == code ? "not attached" : "out of memory");
     if (NBE_AM_GET != hdr->type && NBE_AM_GACC != hdr->type && NBE_AM_CAS != hdr->type) {
         memset(rep, 0, sizeof(*rep));
         rep->type = NBE_AM_REFUSED;
@@ -192,7 +204,7 @@ static void send_refusal(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
         rep->flags = NBE_AM_F_REFUSED;
         rep->len = hdr->len;
     }
-    rep->op_idx = OMPI_ERR_RMA_RANGE;
+    rep->op_idx = code;
     ompi_osc_nbe_send_frame(module, hdr->src, rep, NULL, 0, true);
 }
 
@@ -210,7 +222,7 @@ static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec
     if (OPAL_UNLIKELY(refused_here(t->module, sub->addr, sub->len))) {
         nbe_am_hdr_t hdr = { .type = NBE_AM_PUT, .src = t->src, .addr = sub->addr, .len = sub->len };
         nbe_am_hdr_t rep;
-        send_refusal(t->module, &hdr, &rep);
+        send_refusal(t->module, &hdr, &rep, OMPI_ERR_RMA_RANGE);
     } else {
         memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
     }
@@ -289,7 +301,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
 
     if (OPAL_UNLIKELY(refused_here(module, hdr->addr, NBE_AM_PUT == hdr->type ||
                                                      NBE_AM_ACC == hdr->type ? paylen : hdr->len))) {
-        send_refusal(module, hdr, &rep);
+        send_refusal(module, hdr, &rep, OMPI_ERR_RMA_RANGE);
         if (NBE_AM_PUT == hdr->type || NBE_AM_ACC == hdr->type) {
             nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
         }
@@ -309,7 +321,11 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         char *copy = NULL;
         if (NBE_AM_GACC == hdr->type && paylen) {
             copy = malloc(hdr->len);
-            if (NULL == copy) abort();
+            if (OPAL_UNLIKELY(NULL == copy)) {
+                /* not applied; the origin's reply says why */
+                send_refusal(module, hdr, &rep, OMPI_ERR_OUT_OF_RESOURCE);
+                return;
+            }
             memcpy(copy, addr, hdr->len);
             old = copy;
             apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
@@ -666,9 +682,8 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     }
     if (OMPI_SUCCESS != rc) {
         opal_output(0, "osc/nbe: cannot issue an RMA operation (%d); it is dropped", rc);
-        nbe_op_local_done(module->engine, op->super.target);
-        request_complete(op->req);
-        ompi_osc_nbe_op_free(op);
+        note_remote_error(module, rc);
+        ompi_osc_nbe_op_fail(op, rc);
         return 0;
     }
     int nfrags = (int) op->nplan;
@@ -745,7 +760,8 @@ static ompi_osc_nbe_request_t *new_request(ompi_osc_nbe_module_t *module)
 /* bounded buffering: wait for progress while too many ops are in flight */
 static void throttle(ompi_osc_nbe_module_t *module)
 {
-    while (nbe_engine_buffered(module->engine) >= mca_osc_nbe_component.buffered_ops_limit) {
+    while (nbe_engine_buffered(module->engine) >= mca_osc_nbe_component.buffered_ops_limit &&
+           !nbe_engine_failed(module->engine)) {
         opal_progress();
     }
 }

@@ -456,13 +456,17 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     int ret;
 
+    /* a failed engine (out of memory) can always be freed: its epochs
+     * will not complete any more */
+    bool failed = 0 != nbe_engine_failed(module->engine);
     ret = nbe_engine_can_free(module->engine);
-    if (NBE_OK != ret) return OMPI_ERR_RMA_SYNC;
+    if (NBE_OK != ret && !failed) return OMPI_ERR_RMA_SYNC;
     module->freeing = true;
     /* Rule 10(b): every epoch completes before the window goes away */
-    while (!nbe_engine_idle(module->engine) || !opal_list_is_empty(&module->outq) ||
+    while ((!failed && !nbe_engine_idle(module->engine)) || !opal_list_is_empty(&module->outq) ||
            module->ring_npend || ompi_osc_nbe_packed_frame_open(module)) {
         opal_progress();
+        failed = 0 != nbe_engine_failed(module->engine);
     }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
 

@@ -117,9 +117,11 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                       const char *payload, size_t paylen)
 {
     held_frame_t *h = malloc(sizeof(*h) + paylen);
-    if (NULL == h) {
-        opal_output(0, "osc/nbe: out of memory holding an early frame from %d", hdr->src);
-        abort();
+    if (OPAL_UNLIKELY(NULL == h)) {
+        opal_output(0, "osc/nbe: out of memory holding an early frame from %d; the window fails",
+                    hdr->src);
+        nbe_engine_fail(module->engine);
+        return;
     }
     OBJ_CONSTRUCT(&h->super, opal_list_item_t);
     h->hdr = *hdr;

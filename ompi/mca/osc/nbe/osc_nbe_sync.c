@@ -8,6 +8,8 @@
 
 #include "opal/runtime/opal_progress.h"
 #include "opal/sys/atomic.h"
+#include "opal/util/show_help.h"
+#include "ompi/mca/rte/rte.h"
 #include "ompi/group/group.h"
 
 static int request_free(struct ompi_request_t **ompi_req)
@@ -46,7 +48,9 @@ int ompi_osc_nbe_err(int nbe_rc)
     switch (nbe_rc) {
     case NBE_OK: return OMPI_SUCCESS;
     case NBE_ERR_SYNC: return OMPI_ERR_RMA_SYNC;
-    case NBE_ERR_NOMEM: return OMPI_ERR_OUT_OF_RESOURCE;
+    case NBE_ERR_NOMEM:
+        opal_show_help("help-osc-nbe.txt", "out-of-memory", true, ompi_process_info.nodename);
+        return OMPI_ERR_OUT_OF_RESOURCE;
     default: return OMPI_ERR_BAD_PARAM;
     }
 }
@@ -64,8 +68,12 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
      * lock requests and operations of others */
     do {
         opal_progress();
-    } while (!req->complete);
-    (void) module;
+    } while (!req->complete && !nbe_engine_failed(module->engine));
+    if (OPAL_UNLIKELY(!req->complete)) {
+        /* the engine failed: the request never completes; it stays with
+         * the engine, which frees its epochs with the window */
+        return ompi_osc_nbe_err(nbe_engine_failed(module->engine));
+    }
     int status = req->status;
     nbe_req_free(req);
     return status ? OMPI_ERROR : OMPI_SUCCESS;
@@ -333,6 +341,9 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
             if (nbe_flush_reached(module->engine, target, local, thr)) return flushed_at_once();
             do {
                 opal_progress();
+                if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) {
+                    return ompi_osc_nbe_err(nbe_engine_failed(module->engine));
+                }
             } while (!nbe_flush_reached(module->engine, target, local, thr));
             return OMPI_SUCCESS;
         }
