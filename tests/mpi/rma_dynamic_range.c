@@ -7,15 +7,11 @@
  * window stays usable. The target's memory outside the regions is unchanged.
  * An access across two adjacent attached regions is inside attached memory.
  */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "pt2pt_common.h"
 
 #define N 16
 #define BIG (64 * 1024)   /* above the RDMA threshold */
 
-static int rank, size, errs;
 
 /* 1 for MPI_ERR_RMA_RANGE, 0 for success; anything else is a failure */
 static int range_err(int rc, const char *what)
@@ -44,11 +40,10 @@ int main(int argc, char **argv)
     static char big_in[BIG], big_out[BIG];
     MPI_Aint *addr;
     MPI_Win win;
-    int total = 0, one = 1, res = 0, cmp = 0, vals[4];
+    int one = 1, res = 0, cmp = 0, vals[4];
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    test_init(&argc, &argv);
+    int size = nprocs;
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
 
     for (int i = 0; i < N; ++i) {
@@ -183,11 +178,5 @@ int main(int argc, char **argv)
     MPI_Win_detach(win, region);
     MPI_Win_free(&win);
     free(addr);
-    MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (0 == rank) {
-        if (0 == total) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
-    }
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return test_finish();
 }
