@@ -148,6 +148,9 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
     m.src = e->rank;
     m.a = a;
     m.b = b;
+    /* a failed engine's state is incomplete: what it would send may be wrong
+     * (a FENCE_DONE counting ops a lost trait held) */
+    if (e->failed) return;
     e->stats.ctrl_sent++;
     if (peer == e->rank) {
         if (e->loop_n == e->loop_cap) {
@@ -1043,6 +1046,7 @@ static int progress_run(nbe_engine_t *e)
     e->gen++;
     do {
         changed = 0;
+        if (e->failed) break;
         if (e->loop_n) {
             /* handlers never send, so the loop queue does not change
              * while it is read */

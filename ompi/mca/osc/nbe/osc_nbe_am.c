@@ -438,10 +438,10 @@ void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
     }
     nbe_qentry_t *q = malloc(sizeof(*q));
     if (OPAL_UNLIKELY(NULL == q)) {
-        /* the op counts as issued: without it the epoch cannot complete */
         opal_output(0, "osc/nbe: out of memory queueing an operation; the window fails");
         nbe_engine_fail(module->engine);
-        ompi_osc_nbe_op_fail(op, OMPI_ERR_OUT_OF_RESOURCE);
+        /* once a fragment left, replies may still name the op: it stays */
+        if (0 == op->next_frag) ompi_osc_nbe_op_fail(op, MPI_ERR_NO_MEM);
         return;
     }
     OBJ_CONSTRUCT(&q->super, opal_list_item_t);
@@ -484,7 +484,8 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
 {
     int count = module->shm_rings ? ompi_osc_nbe_shm_poll_ctrl(module) : 0;
     count += ompi_osc_nbe_drain(module);
-    count += nbe_progress(module->engine);
+    int rc = nbe_progress(module->engine);
+    if (rc > 0) count += rc;   /* not a failed engine's error code */
     if (!opal_list_is_empty(&module->held)) count += ompi_osc_nbe_hold_release(module);
     if (!opal_list_is_empty(&module->outq)) count += ompi_osc_nbe_drain(module);
     return count;

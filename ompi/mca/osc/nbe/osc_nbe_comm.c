@@ -323,7 +323,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
             copy = malloc(hdr->len);
             if (OPAL_UNLIKELY(NULL == copy)) {
                 /* not applied; the origin's reply says why */
-                send_refusal(module, hdr, &rep, OMPI_ERR_OUT_OF_RESOURCE);
+                send_refusal(module, hdr, &rep, MPI_ERR_NO_MEM);
                 return;
             }
             memcpy(copy, addr, hdr->len);

@@ -48,9 +48,16 @@ int ompi_osc_nbe_err(int nbe_rc)
     switch (nbe_rc) {
     case NBE_OK: return OMPI_SUCCESS;
     case NBE_ERR_SYNC: return OMPI_ERR_RMA_SYNC;
-    case NBE_ERR_NOMEM:
-        opal_show_help("help-osc-nbe.txt", "out-of-memory", true, ompi_process_info.nodename);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    case NBE_ERR_NOMEM: {
+        /* an MPI class, not OMPI_ERR_OUT_OF_RESOURCE (which the MPI layer
+         * turns into MPI_ERR_INTERN) */
+        static bool told;
+        if (!told) {
+            told = true;
+            opal_show_help("help-osc-nbe.txt", "out-of-memory", true, ompi_process_info.nodename);
+        }
+        return MPI_ERR_NO_MEM;
+    }
     default: return OMPI_ERR_BAD_PARAM;
     }
 }
