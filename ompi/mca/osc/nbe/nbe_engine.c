@@ -116,7 +116,7 @@ static int is_passive(nbe_epoch_kind_t k)
     return NBE_EP_LOCK == k || NBE_EP_LOCK_ALL == k;
 }
 
-static void engine_fail(nbe_engine_t *e)
+void nbe_engine_fail(nbe_engine_t *e)
 {
     e->failed = NBE_ERR_NOMEM;
     e->dirty = 1;
@@ -130,7 +130,7 @@ static nbe_trait_t *trait(nbe_engine_t *e, int rank)
 {
     nbe_trait_t *tr = nbe_traits_get(&e->traits, rank);
     if (__builtin_expect(NULL != tr, 1)) return tr;
-    engine_fail(e);
+    nbe_engine_fail(e);
     memset(&e->sink, 0, sizeof(e->sink));
     e->sink.rank = rank;
     e->sink.watched = 1;   /* never linked into the watch list */
@@ -157,7 +157,7 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
             size_t ncap = e->loop_cap ? 2 * e->loop_cap : 16;
             nbe_ctrl_t *nl = realloc(e->loop, ncap * sizeof(*nl));
             if (NULL == nl) {   /* a control message lost: the window is */
-                engine_fail(e);
+                nbe_engine_fail(e);
                 return;
             }
             e->loop = nl;
@@ -843,7 +843,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
-        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) engine_fail(e);
+        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) nbe_engine_fail(e);
         break;
     case NBE_CTRL_FENCE_DONE:
         e->fslot[m->a % 3].dones++;
@@ -852,7 +852,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     case NBE_CTRL_LOCK_REQ: {
         nbe_lock_waiter_t *w = calloc(1, sizeof(*w));
         if (NULL == w) {
-            engine_fail(e);
+            nbe_engine_fail(e);
             break;
         }
         w->origin = m->src;
@@ -1582,11 +1582,6 @@ void nbe_engine_destroy(nbe_engine_t *e)
     }
     free(e->loop);
     free(e);
-}
-
-void nbe_engine_fail(nbe_engine_t *e)
-{
-    engine_fail(e);
 }
 
 int nbe_engine_failed(const nbe_engine_t *e)

@@ -254,7 +254,8 @@ size_t nbe_engine_memory(const nbe_engine_t *eng);
 /* NBE_ERR_NOMEM once the engine lost a message for want of memory (every
  * later call fails with it and no request completes any more), else 0 */
 int    nbe_engine_failed(const nbe_engine_t *eng);
-/* the glue lost a message of this window for want of memory */
+/* a message of this window was lost for want of memory (in the engine or
+ * its glue): the engine fails */
 void   nbe_engine_fail(nbe_engine_t *eng);
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
 size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */

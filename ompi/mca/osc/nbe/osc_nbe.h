@@ -89,7 +89,8 @@ typedef struct ompi_osc_nbe_module {
     ompi_osc_nbe_region_t *regions;    /* dynamic window: attached regions */
     int                    nregions, cap_regions;
     /* the first error a target reported for this process's operations
-     * (OMPI code, 0: none): the next synchronization call returns it */
+     * (OMPI or MPI error code, 0: none): the next synchronization call
+     * returns it */
     int                    remote_error;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
@@ -147,7 +148,7 @@ enum {
     NBE_AM_PUT_MULTI,/* small put fragments packed in one frame, each counted,
                         possibly closed by a control message */
     NBE_AM_REFUSED   /* target to origin: an access without a reply (put,
-                        accumulate) was refused; op_idx: the OMPI error code */
+                        accumulate) was refused; op_idx: the error code */
 };
 
 /* one record inside an NBE_AM_PUT_MULTI frame: a put fragment (its data
@@ -185,7 +186,7 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
 #define NBE_AM_F_EARLY 0x1
 /* in a REPLY: the target refused the access (outside the memory attached to
  * a dynamic window, or no memory to apply it); no data follows, len is the
- * length refused and op_idx the OMPI error code */
+ * length refused and op_idx the error code (OMPI or MPI) */
 #define NBE_AM_F_REFUSED 0x2
 
 typedef struct nbe_am_hdr {

@@ -102,8 +102,8 @@ static void request_complete(ompi_osc_nbe_request_t *req)
     }
 }
 
-/* op cannot be carried out (code: an OMPI error): its request completes
- * with the error and the engine stops waiting for it */
+/* op cannot be carried out (code: an OMPI or MPI error code): its request
+ * completes with the error and the engine stops waiting for it */
 void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code)
 {
     if (op->req) op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(code);
@@ -174,6 +174,7 @@ bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload,
 struct put_target {
     ompi_osc_nbe_module_t *module;
     int                    src;
+    bool                   refused;   /* the origin was told of a refused record */
 };
 
 /* ---- accesses a dynamic window refuses ---- */
@@ -186,26 +187,30 @@ static bool refused_here(const ompi_osc_nbe_module_t *module, uint64_t addr, uin
            !ompi_osc_nbe_attached(module, addr, len);
 }
 
-/* target: tell the origin (code: why, an OMPI error); a fetching access
- * gets its reply, with no data */
-static void send_refusal(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
-                         nbe_am_hdr_t *rep, int code)
+/* target: tell the origin why (code: an OMPI or MPI error code) it refused
+ * [addr, +len). A fetching access gets its reply (*reply, flagged, no
+ * data); otherwise (reply NULL) an NBE_AM_REFUSED frame goes. Either leaves
+ * before any later control message to the origin, such as the flush ack. */
+static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t addr, size_t len,
+                         nbe_am_hdr_t *reply, int code)
 {
+    nbe_am_hdr_t frame;
     opal_output_verbose(10, mca_osc_nbe_component.output,
-                        "osc/nbe: refused an access from %d to [%#llx, +%u): %s",
-                        hdr->src, (unsigned long long) hdr->addr, (unsigned) hdr->len,
+                        "osc/nbe: refused an access from %d to [%#llx, +%zu): %s", origin,
+                        (unsigned long long) addr, len,
                         OMPI_ERR_RMA_RANGE == code ? "not attached" : "out of memory");
-    if (NBE_AM_GET != hdr->type && NBE_AM_GACC != hdr->type && NBE_AM_CAS != hdr->type) {
-        memset(rep, 0, sizeof(*rep));
-        rep->type = NBE_AM_REFUSED;
-        rep->src = module->rank;
-        rep->cid = module->cid;
+    if (NULL == reply) {
+        memset(&frame, 0, sizeof(frame));
+        frame.type = NBE_AM_REFUSED;
+        frame.src = module->rank;
+        frame.cid = module->cid;
+        reply = &frame;
     } else {
-        rep->flags = NBE_AM_F_REFUSED;
-        rep->len = hdr->len;
+        reply->flags = NBE_AM_F_REFUSED;
+        reply->len = (uint32_t) len;
     }
-    rep->op_idx = code;
-    ompi_osc_nbe_send_frame(module, hdr->src, rep, NULL, 0, true);
+    reply->op_idx = code;
+    ompi_osc_nbe_send_frame(module, origin, reply, NULL, 0, true);
 }
 
 /* origin: the next synchronization call returns the first such error */
@@ -214,15 +219,18 @@ static void note_remote_error(ompi_osc_nbe_module_t *module, int code)
     if (0 == module->remote_error) module->remote_error = code;
 }
 
-/* a packed put applied: written, then counted */
+/* a packed put applied: written, then counted (a refused one is only
+ * counted; the first of a frame is reported, before the frame's closing
+ * control record is delivered) */
 static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
 {
-    const struct put_target *t = ctx;
+    struct put_target *t = ctx;
     (void) reclen;
     if (OPAL_UNLIKELY(refused_here(t->module, sub->addr, sub->len))) {
-        nbe_am_hdr_t hdr = { .type = NBE_AM_PUT, .src = t->src, .addr = sub->addr, .len = sub->len };
-        nbe_am_hdr_t rep;
-        send_refusal(t->module, &hdr, &rep, OMPI_ERR_RMA_RANGE);
+        if (!t->refused) {
+            t->refused = true;
+            send_refusal(t->module, t->src, sub->addr, sub->len, NULL, OMPI_ERR_RMA_RANGE);
+        }
     } else {
         memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
     }
@@ -276,7 +284,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
     {
-        struct put_target t = { module, hdr->src };
+        struct put_target t = { module, hdr->src, false };
         if (!ompi_osc_nbe_multi_each(module, payload, paylen, apply_put_record, &t)) {
             opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
         }
@@ -293,18 +301,17 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
     rep.cid = module->cid;
     rep.cookie = hdr->cookie;
     rep.offset = hdr->offset;
-    if (NBE_AM_GET == hdr->type || NBE_AM_GACC == hdr->type || NBE_AM_CAS == hdr->type) {
+    bool fetching = NBE_AM_GET == hdr->type || NBE_AM_GACC == hdr->type || NBE_AM_CAS == hdr->type;
+    if (fetching) {
         /* count first, so the reply can carry the arrival count (outside fences) */
         nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
         if (0 == hdr->fence_tag) rep.fence_tag = nbe_ops_in_from(module->engine, hdr->src);
     }
 
-    if (OPAL_UNLIKELY(refused_here(module, hdr->addr, NBE_AM_PUT == hdr->type ||
-                                                     NBE_AM_ACC == hdr->type ? paylen : hdr->len))) {
-        send_refusal(module, hdr, &rep, OMPI_ERR_RMA_RANGE);
-        if (NBE_AM_PUT == hdr->type || NBE_AM_ACC == hdr->type) {
-            nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
-        }
+    size_t span = fetching ? hdr->len : paylen;
+    if (OPAL_UNLIKELY(refused_here(module, hdr->addr, span))) {
+        send_refusal(module, hdr->src, hdr->addr, span, fetching ? &rep : NULL, OMPI_ERR_RMA_RANGE);
+        if (!fetching) nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
         return;
     }
 
@@ -323,7 +330,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
             copy = malloc(hdr->len);
             if (OPAL_UNLIKELY(NULL == copy)) {
                 /* not applied; the origin's reply says why */
-                send_refusal(module, hdr, &rep, MPI_ERR_NO_MEM);
+                send_refusal(module, hdr->src, hdr->addr, hdr->len, &rep, MPI_ERR_NO_MEM);
                 return;
             }
             memcpy(copy, addr, hdr->len);
