@@ -64,6 +64,15 @@ static inline MPI_Group star_group(void)
     return g;
 }
 
+/* an origin's access epoch of the star pattern: v into its own slot (its
+ * rank, an int) of rank 0's window; g is star_group() */
+static inline void star_put(MPI_Group g, MPI_Win win, int v)
+{
+    MPI_Win_start(g, 0, win);
+    MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
+    MPI_Win_complete(win);
+}
+
 /* prints "No Errors" on rank 0 when every rank passed; returns exit code */
 static inline int test_finish(void)
 {

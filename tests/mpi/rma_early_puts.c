@@ -83,9 +83,7 @@ static void late_post(MPI_Win win, int *mem)
         MPI_Win_wait(win);
         for (int i = 1; i < nprocs; ++i) CHECK(mem[i] == 2000 + i, "late post: slot %d holds %d", i, mem[i]);
     } else {
-        MPI_Win_start(g, 0, win);
-        MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
-        MPI_Win_complete(win);
+        star_put(g, win, v);
     }
     MPI_Group_free(&g);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -149,10 +147,7 @@ static void pscw_run_ahead(MPI_Win win, int *mem)
         }
     } else {
         for (int round = 1; round <= EPOCHS; ++round) {
-            int v = round * 100 + rank;
-            MPI_Win_start(g, 0, win);
-            MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
-            MPI_Win_complete(win);
+            star_put(g, win, round * 100 + rank);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -34,11 +34,8 @@ static void fan_in(MPI_Win win, int *mem, int round)
         for (int i = 1; i < size; ++i) CHECK(mem[i] == round * 1000 + i, "fan-in slot %d: %d", i, mem[i]);
         MPI_Group_free(&g);
     } else {
-        int v = round * 1000 + rank;
         MPI_Group g = star_group();
-        MPI_Win_start(g, 0, win);
-        MPI_Put(&v, 1, MPI_INT, 0, rank, 1, MPI_INT, win);
-        MPI_Win_complete(win);
+        star_put(g, win, round * 1000 + rank);
         MPI_Group_free(&g);
     }
     MPI_Barrier(MPI_COMM_WORLD);
