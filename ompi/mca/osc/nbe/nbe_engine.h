@@ -81,7 +81,7 @@ typedef struct nbe_ctrl {
     uint8_t  type;
     uint8_t  lock_type;
     uint8_t  flags;
-    uint8_t  pad;
+    uint8_t  note;      /* not read by the engine: the glue's remark on the message */
     int32_t  src;
     uint64_t a;
     uint64_t b;

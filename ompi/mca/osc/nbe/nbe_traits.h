@@ -19,6 +19,8 @@ typedef struct nbe_peer_info {
     int64_t  disp_unit;
     int      known;          /* filled */
     int      requested;      /* the glue asked the peer for it */
+    int      refused;        /* glue, target side: the error of an access of
+                                this peer refused and not yet reported to it */
 } nbe_peer_info_t;
 
 /* a DONE from an origin: its access epoch id and the total of counted

@@ -92,6 +92,9 @@ typedef struct ompi_osc_nbe_module {
      * (OMPI or MPI error code, 0: none): the next synchronization call
      * returns it */
     int                    remote_error;
+    /* target: peers with a refused access not yet reported (each report
+     * rides on the next control message to that peer) */
+    int                    refusals_untold;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
      * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
@@ -285,6 +288,10 @@ size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
 /* hand an arrived control message to the engine (traced at verbosity 50) */
 void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
+/* a refused access is reported on the next control message to its origin:
+ * the target marks the message, the origin notes the error */
+void ompi_osc_nbe_note_refusal(ompi_osc_nbe_module_t *module, int peer, nbe_ctrl_t *msg);
+void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);
 int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);

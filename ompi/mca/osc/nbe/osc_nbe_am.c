@@ -339,6 +339,12 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
 {
     ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
     nbe_am_hdr_t hdr;
+    nbe_ctrl_t noted;
+    if (OPAL_UNLIKELY(0 != module->refusals_untold)) {
+        noted = *msg;
+        ompi_osc_nbe_note_refusal(module, peer, &noted);
+        msg = &noted;
+    }
     if (OPAL_UNLIKELY(mca_osc_nbe_component.verbose >= 50)) {
         opal_output(mca_osc_nbe_component.output, "osc/nbe %d: ctrl %d -> %d (a=%llu b=%llu)",
                     module->rank, msg->type, peer, (unsigned long long) msg->a,
@@ -362,6 +368,7 @@ void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *
                     module->rank, msg->type, msg->src, (unsigned long long) msg->a,
                     (unsigned long long) msg->b);
     }
+    if (OPAL_UNLIKELY(0 != msg->note)) ompi_osc_nbe_read_note(module, msg);
     nbe_on_ctrl(module->engine, msg);
 }
 

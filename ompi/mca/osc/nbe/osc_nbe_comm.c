@@ -187,10 +187,22 @@ static bool refused_here(const ompi_osc_nbe_module_t *module, uint64_t addr, uin
            !ompi_osc_nbe_attached(module, addr, len);
 }
 
+/* origin: the next synchronization call returns the first such error */
+static void note_remote_error(ompi_osc_nbe_module_t *module, int code)
+{
+    if (0 == module->remote_error) module->remote_error = code;
+}
+
+/* nbe_ctrl_t.note values: the sender refused an access of the receiver */
+enum { NOTE_REFUSED_RANGE = 1, NOTE_REFUSED_NOMEM = 2 };
+
 /* target: tell the origin why (code: an OMPI or MPI error code) it refused
  * [addr, +len). A fetching access gets its reply (*reply, flagged, no
- * data); otherwise (reply NULL) an NBE_AM_REFUSED frame goes. Either leaves
- * before any later control message to the origin, such as the flush ack. */
+ * data). Otherwise (reply NULL) the error rides on the next control message
+ * to the origin, which is the flush or unlock ack that completes the access
+ * when there is one (a separate frame could arrive after it: ring and BTL
+ * are not ordered); only when the origin's traits cannot be had does an
+ * NBE_AM_REFUSED frame go. */
 static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t addr, size_t len,
                          nbe_am_hdr_t *reply, int code)
 {
@@ -200,6 +212,14 @@ static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t add
                         (unsigned long long) addr, len,
                         OMPI_ERR_RMA_RANGE == code ? "not attached" : "out of memory");
     if (NULL == reply) {
+        ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, origin);
+        if (OPAL_LIKELY(NULL != g && !nbe_engine_failed(module->engine))) {
+            if (0 == g->refused) {
+                g->refused = code;
+                module->refusals_untold++;
+            }
+            return;
+        }
         memset(&frame, 0, sizeof(frame));
         frame.type = NBE_AM_REFUSED;
         frame.src = module->rank;
@@ -213,15 +233,20 @@ static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t add
     ompi_osc_nbe_send_frame(module, origin, reply, NULL, 0, true);
 }
 
-/* origin: the next synchronization call returns the first such error */
-static void note_remote_error(ompi_osc_nbe_module_t *module, int code)
+void ompi_osc_nbe_note_refusal(ompi_osc_nbe_module_t *module, int peer, nbe_ctrl_t *msg)
 {
-    if (0 == module->remote_error) module->remote_error = code;
+    ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, peer);
+    if (NULL == g || 0 == g->refused) return;
+    msg->note = OMPI_ERR_RMA_RANGE == g->refused ? NOTE_REFUSED_RANGE : NOTE_REFUSED_NOMEM;
+    g->refused = 0;
+    module->refusals_untold--;
 }
 
-/* a packed put applied: written, then counted (a refused one is only
- * counted; the first of a frame is reported, before the frame's closing
- * control record is delivered) */
+void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg)
+{
+    note_remote_error(module, NOTE_REFUSED_RANGE == msg->note ? OMPI_ERR_RMA_RANGE : MPI_ERR_NO_MEM);
+}
+
 static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
 {
     struct put_target *t = ctx;
@@ -749,7 +774,7 @@ static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp
         return OMPI_SUCCESS;
     }
     const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);
-    if (NULL == p) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (OPAL_UNLIKELY(NULL == p)) return ompi_osc_nbe_err(NBE_ERR_NOMEM);
     return range_in(p, disp, count, dt, addr);
 }
 

@@ -36,10 +36,12 @@ static int request_geom(ompi_osc_nbe_module_t *module, int peer)
     return ompi_osc_nbe_send_frame(module, peer, &hdr, NULL, 0, true);
 }
 
+/* NULL: no geometry, because the window failed (out of memory) before or
+ * while it was fetched; the caller returns the window's error */
 const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int peer)
 {
     ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, peer);
-    if (NULL == g) return NULL;
+    if (NULL == g || nbe_engine_failed(module->engine)) return NULL;
     if (g->known) return g;
 
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) {
@@ -56,7 +58,10 @@ const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int 
                                 "osc/nbe %d: window %u: fetching the geometry of %d",
                                 module->rank, module->cid, peer);
         }
-        while (!*(volatile int *) &g->known) opal_progress();
+        while (!*(volatile int *) &g->known) {
+            opal_progress();
+            if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) return NULL;
+        }
         return g;
     }
     g->known = 1;
