@@ -35,6 +35,7 @@ static struct sim {
     int random_order;
     int ctx[MAXP];
     int completed_reqs;
+    int last_passive;    /* the passive flag of the last issued op */
 } S;
 
 static void push(msg_t *m)
@@ -62,6 +63,7 @@ static int tx_issue(void *ctx, nbe_op_t *eop)
     op_t *op = (op_t *) eop;
     int target = op->super.target;
     nbe_engine_t *e = S.e[me];
+    S.last_passive = op->super.passive;
     if (target == me) {
         S.mem[me][op->index] = op->value;
         nbe_op_local_done(e, target);
@@ -876,6 +878,66 @@ START_TEST(lock_all_lazy_legs)
 }
 END_TEST
 
+/* ops (and the glue, before recording one) learn whether their epoch is
+ * passive target: the glue picks its RDMA threshold by it */
+START_TEST(ops_know_passive_epochs)
+{
+    sim_init(3, 0);
+    nbe_req_t *r[3];
+    int target[] = { 1 };
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 1), 0);   /* no epoch */
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 3; ++p) nbe_req_free(r[p]);
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 1), 0);
+    S.last_passive = -1;
+    put(0, 1, 0, 1, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.last_passive, 0);
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 3; ++p) nbe_req_free(r[p]);
+
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 1), 1);
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 2), 0);   /* not locked */
+    S.last_passive = -1;
+    put(0, 1, 1, 2, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.last_passive, 1);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &r[0]), NBE_OK);
+    wait_req(r[0]);
+
+    ck_assert_int_eq(nbe_ilock_all(S.e[0], 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 2), 1);
+    S.last_passive = -1;
+    put(0, 2, 2, 3, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.last_passive, 1);
+    ck_assert_int_eq(nbe_iunlock_all(S.e[0], &r[0]), NBE_OK);
+    wait_req(r[0]);
+
+    ck_assert_int_eq(nbe_ipost(S.e[1], (int[]){ 0 }, 1, 0, &r[1]), NBE_OK);
+    ck_assert_int_eq(nbe_istart(S.e[0], target, 1, 0, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_access_passive(S.e[0], 1), 0);
+    S.last_passive = -1;
+    put(0, 1, 3, 4, NBE_OK);
+    run_until_quiet();
+    ck_assert_int_eq(S.last_passive, 0);
+    nbe_req_t *rw;
+    ck_assert_int_eq(nbe_icomplete(S.e[0], &r[0]), NBE_OK);
+    ck_assert_int_eq(nbe_iwait(S.e[1], &rw), NBE_OK);
+    wait_req(rw);
+    wait_req(r[0]);
+    wait_req(r[1]);
+    ck_assert_int_eq(S.mem[1][0], 1);
+    ck_assert_int_eq(S.mem[1][1], 2);
+    ck_assert_int_eq(S.mem[2][2], 3);
+    ck_assert_int_eq(S.mem[1][3], 4);
+    sim_fini();
+}
+END_TEST
+
 /* MPI_MODE_NOCHECK: no lock request, operations go at once */
 START_TEST(lock_nocheck)
 {
@@ -1157,6 +1219,7 @@ static Suite *suite(void)
     tcase_add_test(tc, memory_per_untouched_peer);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
+    tcase_add_test(tc, ops_know_passive_epochs);
     tcase_add_test(tc, lock_nocheck);
     tcase_add_test(tc, direct_generation_tracks_epochs);
     tcase_add_test(tc, flush_begin_and_reached);

@@ -404,6 +404,7 @@ static int issue_op(nbe_engine_t *e, nbe_epoch_t *ep, nbe_op_t *op)
     nbe_trait_t *tr = trait(e, target);
     int is_fence = NBE_EP_FENCE == ep->kind;
     op->fence_tag = is_fence ? ep->fence_id : 0;
+    op->passive = NBE_EP_LOCK == ep->kind || NBE_EP_LOCK_ALL == ep->kind;
     op->next = NULL;
     tr->pending_local++;
     e->pending_local_total++;
@@ -1403,6 +1404,12 @@ static nbe_epoch_t *find_access(nbe_engine_t *e, int target)
     if (e->cur_start) return leg_find(e->cur_start, target) ? e->cur_start : NULL;
     if (e->cur_fence) return e->cur_fence;
     return NULL;
+}
+
+int nbe_access_passive(nbe_engine_t *e, int target)
+{
+    const nbe_epoch_t *ep = find_access(e, target);
+    return NULL != ep && (NBE_EP_LOCK == ep->kind || NBE_EP_LOCK_ALL == ep->kind);
 }
 
 int nbe_check_access(nbe_engine_t *e, int target)

@@ -97,6 +97,8 @@ typedef struct nbe_req    nbe_req_t;
 typedef struct nbe_op {
     struct nbe_op *next;
     int            target;
+    int            passive;     /* set by the engine before issue(): the op's epoch is a
+                                   lock or lock_all (its target need not take part) */
     uint64_t       fence_tag;   /* set by the engine before issue(): fence id or 0 */
 } nbe_op_t;
 
@@ -187,6 +189,9 @@ int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
  * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
  * access epoch covering target. */
 int nbe_rma_direct(nbe_engine_t *eng, int target);
+/* 1 if the access epoch covering target is a lock or lock_all (passive
+ * target), 0 if it is a fence or start epoch or there is none */
+int nbe_access_passive(nbe_engine_t *eng, int target);
 /* An operation the glue sends itself as one counted message, complete at
  * the origin once handed to the network (a small put copied into an
  * immediate send): nbe_rma_message() says whether it may go now (the same

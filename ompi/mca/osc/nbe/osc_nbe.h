@@ -36,6 +36,7 @@ typedef struct ompi_osc_nbe_component {
     unsigned buffered_ops_limit;
     unsigned max_frag_size;
     unsigned rdma_threshold;
+    unsigned rdma_active_threshold;
     bool     shm_allocate;
     bool     am_registered;
     bool     progress_registered;
@@ -303,11 +304,16 @@ size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
 /* a small contiguous put sent now as one immediate PUT frame; OMPI_SUCCESS,
  * or OMPI_ERR_OUT_OF_RESOURCE when the general path must take it */
 int  ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
-                          uint64_t fence_tag, const void *data, size_t len);
-/* contiguous put/get through the BTL's RDMA (from osc_nbe_rdma_threshold /
- * osc_nbe_rdma_get_threshold bytes on): -1 not taken (use active messages),
- * 0 complete at the origin (nothing counted), 1 in flight with one counted
- * FIN to follow */
+                          uint64_t fence_tag, const void *data, size_t len, bool passive);
+/* the size from which a contiguous put or get goes by BTL RDMA (0: never).
+ * Passive-target epochs (lock, lock_all): osc_nbe_rdma_threshold /
+ * osc_nbe_rdma_get_threshold, so that a target busy outside MPI need not
+ * take part. Fence and PSCW epochs, whose target enters MPI to end the
+ * epoch anyway: osc_nbe_rdma_active_threshold. */
+unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
+/* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
+ * bytes on): -1 not taken (use active messages), 0 complete at the origin
+ * (nothing counted), 1 in flight with one counted FIN to follow */
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                            uint64_t remote, size_t len, bool is_put);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);

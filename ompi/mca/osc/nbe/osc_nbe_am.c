@@ -293,7 +293,7 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
  * Declined (the general path takes the put) while a frame of this window
  * waits in its out-queue, whose order must be kept. */
 int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
-                         uint64_t fence_tag, const void *data, size_t len)
+                         uint64_t fence_tag, const void *data, size_t len, bool passive)
 {
     if (!opal_list_is_empty(&module->outq)) return OMPI_ERR_OUT_OF_RESOURCE;
     nbe_am_hdr_t hdr;
@@ -310,7 +310,7 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     }
     /* below the RDMA threshold and within one fragment: one frame now,
      * behind the open packed frame */
-    unsigned rdma_from = mca_osc_nbe_component.rdma_threshold;
+    unsigned rdma_from = ompi_osc_nbe_rdma_from(true, passive);
     if ((0 != rdma_from && len >= rdma_from) || len > ompi_osc_nbe_max_payload(module, peer)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -572,8 +572,10 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
     ompi_osc_nbe_register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
                      "message", &pv_packed);
     register_uint(c, "rdma_get_threshold",
-        "Contiguous gets of at least this many bytes use the BTL's RDMA get (vader CMA) instead "
-        "of an active-message request and reply (0: never)", 16384, &rdma_get_threshold);
+        "Contiguous gets of a lock or lock_all epoch of at least this many bytes use the BTL's "
+        "RDMA get (vader CMA) instead of an active-message request and reply, which needs the "
+        "target in MPI (0: never; fence and PSCW epochs: osc_nbe_rdma_active_threshold)",
+        16384, &rdma_get_threshold);
     remote_complete_list = "vader,sm,self";
     (void) mca_base_component_var_register(c, "rdma_remote_complete",
         "Comma-separated BTL components whose RDMA put completion callback means the data is in "
@@ -651,10 +653,16 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     ompi_osc_nbe_op_local_complete(op);
 }
 
+unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
+{
+    if (!passive) return mca_osc_nbe_component.rdma_active_threshold;
+    return is_put ? mca_osc_nbe_component.rdma_threshold : rdma_get_threshold;
+}
+
 int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                           uint64_t remote, size_t len, bool is_put)
 {
-    unsigned threshold = is_put ? mca_osc_nbe_component.rdma_threshold : rdma_get_threshold;
+    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, op->super.passive);
     if (0 == threshold || len < threshold) return -1;
     /* a dynamic window's target checks each access against its attached
      * regions, which only an active message lets it do */

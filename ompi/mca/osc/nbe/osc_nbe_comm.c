@@ -674,7 +674,8 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
         if (n >= 0) return n;   /* op is gone when n == 0 */
         op->nplan = 0;
         if (is_put && OMPI_SUCCESS == ompi_osc_nbe_put_now(module, op->super.target, remote,
-                                                           op->super.fence_tag, local, len)) {
+                                                           op->super.fence_tag, local, len,
+                                                           op->super.passive)) {
             /* a recorded small put (e.g. issued when a fence grant arrived):
              * one packed or immediate frame, no staging or plan */
             ompi_osc_nbe_op_local_complete(op);
@@ -962,7 +963,8 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     const char *local = (const char *) origin + origin_dt->super.true_lb;
     if (OMPI_SUCCESS != ompi_osc_nbe_put_now(module, target, addr + (uint64_t) target_dt->super.true_lb,
-                                             fence_tag, local, len)) {
+                                             fence_tag, local, len,
+                                             nbe_access_passive(module->engine, target))) {
         return 1;
     }
     nbe_rma_message_sent(module->engine, target, fence_tag);
