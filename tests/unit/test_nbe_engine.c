@@ -1195,6 +1195,33 @@ START_TEST(done_without_memory)
 }
 END_TEST
 
+/* a peer's failure (NBE_AM_FAILED in the glue) fails a waiting fence with
+ * NBE_ERR_PEER; it does not replace an engine's own out-of-memory code */
+START_TEST(peer_failure_ends_waits)
+{
+    sim_init(2, 0);
+    nbe_req_t *r = NULL, *r1 = NULL;
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r), NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &r1), NBE_OK);
+    run_until_quiet();
+    nbe_req_free(r);
+    nbe_req_free(r1);
+    put(0, 1, 0, 5, NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &r), NBE_OK);
+    run_until_quiet();
+    ck_assert(!r->complete);   /* 1 never enters the closing fence */
+    nbe_engine_fail_peer(S.e[0]);
+    ck_assert_int_eq(nbe_engine_failed(S.e[0]), NBE_ERR_PEER);
+    ck_assert_int_lt(nbe_progress(S.e[0]), 0);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, NULL), NBE_ERR_PEER);
+    nbe_req_free(r);
+    nbe_engine_fail(S.e[1]);
+    nbe_engine_fail_peer(S.e[1]);
+    ck_assert_int_eq(nbe_engine_failed(S.e[1]), NBE_ERR_NOMEM);
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -1232,6 +1259,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_request_without_memory);
     tcase_add_test(tc, new_peer_without_memory);
     tcase_add_test(tc, done_without_memory);
+    tcase_add_test(tc, peer_failure_ends_waits);
     suite_add_tcase(s, tc);
     return s;
 }

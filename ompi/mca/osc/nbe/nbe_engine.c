@@ -116,11 +116,21 @@ static int is_passive(nbe_epoch_kind_t k)
     return NBE_EP_LOCK == k || NBE_EP_LOCK_ALL == k;
 }
 
-void nbe_engine_fail(nbe_engine_t *e)
+static void fail_with(nbe_engine_t *e, int code)
 {
-    e->failed = NBE_ERR_NOMEM;
+    e->failed = code;
     e->dirty = 1;
     e->gen++;
+}
+
+void nbe_engine_fail(nbe_engine_t *e)
+{
+    fail_with(e, NBE_ERR_NOMEM);
+}
+
+void nbe_engine_fail_peer(nbe_engine_t *e)
+{
+    if (0 == e->failed) fail_with(e, NBE_ERR_PEER);
 }
 
 /* a peer's trait, created on first touch. Without memory for it the engine

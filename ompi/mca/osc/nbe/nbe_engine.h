@@ -37,6 +37,7 @@ extern "C" {
 #define NBE_ERR_SYNC   (-1)   /* synchronization misuse (MPI_ERR_RMA_SYNC) */
 #define NBE_ERR_NOMEM  (-2)
 #define NBE_ERR_ARG    (-3)
+#define NBE_ERR_PEER   (-4)   /* a peer's copy of the window failed */
 #define NBE_AGAIN       1     /* nbe_flush_now: a real flush is needed */
 
 /* assertion bits (the glue maps MPI_MODE_* onto these) */
@@ -256,12 +257,16 @@ nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *eng, int rank);
 size_t nbe_engine_memory(const nbe_engine_t *eng);
 
 /* --- queries --- */
-/* NBE_ERR_NOMEM once the engine lost a message for want of memory (every
- * later call fails with it and no request completes any more), else 0 */
+/* NBE_ERR_NOMEM once the engine lost a message for want of memory,
+ * NBE_ERR_PEER once a peer's engine of this window failed (every later call
+ * fails with it and no request completes any more), else 0 */
 int    nbe_engine_failed(const nbe_engine_t *eng);
 /* a message of this window was lost for want of memory (in the engine or
  * its glue): the engine fails */
 void   nbe_engine_fail(nbe_engine_t *eng);
+/* a peer's engine of this window failed: epochs it takes part in may never
+ * complete, so this one fails too (unless it already failed) */
+void   nbe_engine_fail_peer(nbe_engine_t *eng);
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
 size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */
 size_t nbe_engine_traits_count(const nbe_engine_t *eng);

@@ -40,6 +40,7 @@ typedef struct ompi_osc_nbe_component {
     bool     shm_allocate;
     bool     am_registered;
     bool     progress_registered;
+    int      test_fail_rank;    /* testing: windows of this rank fail at their 2nd sync */
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
     opal_hash_table_t modules;     /* window id -> module */
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
@@ -96,6 +97,10 @@ typedef struct ompi_osc_nbe_module {
     /* target: peers with a refused access not yet reported (each report
      * rides on the next control message to that peer) */
     int                    refusals_untold;
+    /* a failed window tells every peer (NBE_AM_FAILED), in rank order:
+     * ranks below failure_told have been told */
+    int                    failure_told;
+    int                    test_syncs;  /* synchronization calls (osc_nbe_test_fail_rank) */
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
      * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
@@ -151,8 +156,10 @@ enum {
     NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
     NBE_AM_PUT_MULTI,/* small put fragments packed in one frame, each counted,
                         possibly closed by a control message */
-    NBE_AM_REFUSED   /* target to origin: an access without a reply (put,
+    NBE_AM_REFUSED,  /* target to origin: an access without a reply (put,
                         accumulate) was refused; op_idx: the error code */
+    NBE_AM_FAILED    /* the sender's copy of the window failed: the
+                        receiver's fails too instead of waiting for it */
 };
 
 /* one record inside an NBE_AM_PUT_MULTI frame: a put fragment (its data
@@ -291,6 +298,9 @@ int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
 void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
 /* a refused access is reported on the next control message to its origin:
  * the target marks the message, the origin notes the error */
+/* a failed window tells its peers, so that none waits for it: as far as
+ * the BTLs take the frames now (all: until every peer is told) */
+void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all);
 void ompi_osc_nbe_note_refusal(ompi_osc_nbe_module_t *module, int peer, nbe_ctrl_t *msg);
 void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);

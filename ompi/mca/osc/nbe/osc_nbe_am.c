@@ -335,6 +335,28 @@ int ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_a
     return OMPI_SUCCESS;
 }
 
+void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
+{
+    /* only the window that failed itself tells: its peers learn it from
+     * it, so a failure costs size - 1 frames, not size^2 */
+    if (NBE_ERR_NOMEM != nbe_engine_failed(module->engine)) return;
+    nbe_am_hdr_t hdr;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = NBE_AM_FAILED;
+    hdr.src = module->rank;
+    hdr.cid = module->cid;
+    while (module->failure_told < module->size) {
+        int peer = module->failure_told;
+        int rc = peer == module->rank ? OMPI_SUCCESS : try_send(module, peer, &hdr, sizeof(hdr), NULL, 0);
+        if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
+            if (!all) return;
+            opal_progress();   /* may tell further peers itself */
+            continue;
+        }
+        module->failure_told++;   /* sent, or no BTL to that peer */
+    }
+}
+
 int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
 {
     ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
@@ -493,6 +515,9 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
     count += ompi_osc_nbe_drain(module);
     int rc = nbe_progress(module->engine);
     if (rc > 0) count += rc;   /* not a failed engine's error code */
+    if (OPAL_UNLIKELY(rc < 0) && module->failure_told < module->size) {
+        ompi_osc_nbe_tell_failure(module, false);
+    }
     if (!opal_list_is_empty(&module->held)) count += ompi_osc_nbe_hold_release(module);
     if (!opal_list_is_empty(&module->outq)) count += ompi_osc_nbe_drain(module);
     return count;
@@ -711,6 +736,7 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     nbe_am_hdr_t hdr;
     memcpy(&hdr, segs[0].seg_addr.pval, sizeof(hdr));
     void *mod = ompi_osc_nbe_window_lookup(hdr.cid);
+    if (NULL == mod && NBE_AM_FAILED == hdr.type) return;   /* freed here already */
     if (NULL == mod) {
         opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
         return;

@@ -305,6 +305,12 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
     case NBE_AM_REFUSED:
         note_remote_error(module, hdr->op_idx);
         return;
+    case NBE_AM_FAILED:
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe %d: window %u failed at rank %d; it fails here too", module->rank,
+                            module->cid, hdr->src);
+        nbe_engine_fail_peer(module->engine);
+        return;
     case NBE_AM_PUT_MULTI:
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
@@ -775,7 +781,10 @@ static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp
         return OMPI_SUCCESS;
     }
     const ompi_osc_nbe_peer_t *p = ompi_osc_nbe_peer(module, target);
-    if (OPAL_UNLIKELY(NULL == p)) return ompi_osc_nbe_err(NBE_ERR_NOMEM);
+    if (OPAL_UNLIKELY(NULL == p)) {
+        int failed = nbe_engine_failed(module->engine);
+        return ompi_osc_nbe_err(failed ? failed : NBE_ERR_NOMEM);
+    }
     return range_in(p, disp, count, dt, addr);
 }
 

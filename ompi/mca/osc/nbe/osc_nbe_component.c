@@ -183,6 +183,14 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.max_frag_size);
 
+    mca_osc_nbe_component.test_fail_rank = -1;
+    (void) mca_base_component_var_register(c, "test_fail_rank",
+        "Testing only: the windows of this rank of MPI_COMM_WORLD fail, as if out of memory, at "
+        "their second synchronization call (-1: never). Shows that their peers get an error "
+        "instead of waiting",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.test_fail_rank);
+
     mca_osc_nbe_component.rdma_threshold = 16384;
     (void) mca_base_component_var_register(c, "rdma_threshold",
         "Contiguous puts of a lock or lock_all epoch of at least this many bytes use the BTL's "
@@ -471,6 +479,8 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     /* a failed engine (out of memory) can always be freed: its epochs
      * will not complete any more */
     bool failed = 0 != nbe_engine_failed(module->engine);
+    /* before the barrier: the frames are ahead of its messages */
+    if (failed) ompi_osc_nbe_tell_failure(module, true);
     ret = nbe_engine_can_free(module->engine);
     if (NBE_OK != ret && !failed) return OMPI_ERR_RMA_SYNC;
     module->freeing = true;

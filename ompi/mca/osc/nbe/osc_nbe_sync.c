@@ -58,6 +58,14 @@ int ompi_osc_nbe_err(int nbe_rc)
         }
         return MPI_ERR_NO_MEM;
     }
+    case NBE_ERR_PEER: {
+        static bool told;
+        if (!told) {
+            told = true;
+            opal_show_help("help-osc-nbe.txt", "peer-failed", true, ompi_process_info.nodename);
+        }
+        return MPI_ERR_OTHER;
+    }
     default: return OMPI_ERR_BAD_PARAM;
     }
 }
@@ -171,9 +179,21 @@ static int with_remote_error(ompi_osc_nbe_module_t *module, int rc)
     return rc;
 }
 
+/* osc_nbe_test_fail_rank: that rank's windows fail at their second
+ * synchronization call, as if a message had been lost for want of memory */
+static void test_failure_point(ompi_osc_nbe_module_t *module)
+{
+    if (OPAL_LIKELY(mca_osc_nbe_component.test_fail_rank < 0)) return;
+    if (ompi_comm_rank(&ompi_mpi_comm_world.comm) == mca_osc_nbe_component.test_fail_rank &&
+        2 == ++module->test_syncs) {
+        nbe_engine_fail(module->engine);
+    }
+}
+
 int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -190,6 +210,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     const int *ranks;
     int n;
     int rc = group_ranks(module, group, &module->gc_start, &ranks, &n);
@@ -201,6 +222,7 @@ int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t
 int ompi_osc_nbe_complete(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_icomplete(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -210,6 +232,7 @@ int ompi_osc_nbe_complete(struct ompi_win_t *win)
 int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     const int *ranks;
     int n;
     int rc = group_ranks(module, group, &module->gc_post, &ranks, &n);
@@ -222,6 +245,7 @@ int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t 
 int ompi_osc_nbe_wait(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iwait(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -239,6 +263,7 @@ int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag)
 int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     bool self = target == module->rank;
     int type = (MPI_LOCK_EXCLUSIVE == lock_type) ? NBE_LOCK_EXCLUSIVE : NBE_LOCK_SHARED;
@@ -271,6 +296,7 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
 int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -285,6 +311,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
 int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     int rc;
     if (module->shm_locks) {
         rc = nbe_ilock_all(module->engine, NBE_MODE_NOCHECK, NULL);
@@ -303,6 +330,7 @@ int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
 int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
+    test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
