@@ -43,29 +43,28 @@ static void request_construct(ompi_osc_nbe_request_t *req)
 
 OBJ_CLASS_INSTANCE(ompi_osc_nbe_request_t, ompi_request_t, request_construct, NULL);
 
+/* a failed window's help text, once per process and topic */
+static void show_once(bool *told, const char *topic)
+{
+    if (*told) return;
+    *told = true;
+    opal_show_help("help-osc-nbe.txt", topic, true, ompi_process_info.nodename);
+}
+
 int ompi_osc_nbe_err(int nbe_rc)
 {
+    static bool told_nomem, told_peer;
     switch (nbe_rc) {
     case NBE_OK: return OMPI_SUCCESS;
     case NBE_ERR_SYNC: return OMPI_ERR_RMA_SYNC;
-    case NBE_ERR_NOMEM: {
+    case NBE_ERR_NOMEM:
         /* an MPI class, not OMPI_ERR_OUT_OF_RESOURCE (which the MPI layer
          * turns into MPI_ERR_INTERN) */
-        static bool told;
-        if (!told) {
-            told = true;
-            opal_show_help("help-osc-nbe.txt", "out-of-memory", true, ompi_process_info.nodename);
-        }
+        show_once(&told_nomem, "out-of-memory");
         return MPI_ERR_NO_MEM;
-    }
-    case NBE_ERR_PEER: {
-        static bool told;
-        if (!told) {
-            told = true;
-            opal_show_help("help-osc-nbe.txt", "peer-failed", true, ompi_process_info.nodename);
-        }
+    case NBE_ERR_PEER:
+        show_once(&told_peer, "peer-failed");
         return MPI_ERR_OTHER;
-    }
     default: return OMPI_ERR_BAD_PARAM;
     }
 }
