@@ -41,6 +41,7 @@ int main(int argc, char **argv)
     MPI_Win_create(buf, sizeof(buf), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     expect_class(MPI_Win_fence(0, win), MPI_SUCCESS, "first fence");
+    MPI_Barrier(MPI_COMM_WORLD);   /* everybody's first fence is over before rank 1 fails */
     /* a put to rank 1 waits for its geometry, and may learn of the
      * failure then */
     int rc = MPI_Put(&v, 1, MPI_INT, (rank + 1) % nprocs, 0, 1, MPI_INT, win);
@@ -68,6 +69,36 @@ int main(int argc, char **argv)
         expect_class(MPI_Win_unlock(FAILING, win), MPI_ERR_NO_MEM, "self unlock");
     }
     expect_class(MPI_Win_free(&win), MPI_SUCCESS, "free after a failed lock");
+
+    /* shared memory: the fence ends in a barrier in the segment, and a
+     * lock is a word in it */
+    int *shared;
+    MPI_Win_allocate_shared(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &shared,
+                            &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    expect_class(MPI_Win_fence(0, win), MPI_SUCCESS, "first shared-memory fence");
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_class(MPI_Win_fence(0, win), failed_class(), "second shared-memory fence");
+    expect_class(MPI_Win_free(&win), MPI_SUCCESS, "free after a failed shared-memory fence");
+
+    MPI_Win_allocate_shared(4 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &shared,
+                            &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    if (FAILING == rank) {
+        expect_class(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, FAILING, 0, win), MPI_SUCCESS,
+                     "shared-memory self lock");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (0 == rank) {
+        /* waits for the lock word: either rank 1's failed unlock still
+         * releases it, or rank 1's failure ends the wait */
+        rc = MPI_Win_lock(MPI_LOCK_EXCLUSIVE, FAILING, 0, win);
+        if (MPI_SUCCESS == rc) rc = MPI_Win_unlock(FAILING, win);
+        expect_class(rc, MPI_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_OTHER, "shared-memory lock");
+    } else if (FAILING == rank) {
+        expect_class(MPI_Win_unlock(FAILING, win), MPI_ERR_NO_MEM, "shared-memory self unlock");
+    }
+    expect_class(MPI_Win_free(&win), MPI_SUCCESS, "free after a failed shared-memory lock");
 
     return test_finish();   /* the processes still communicate */
 }

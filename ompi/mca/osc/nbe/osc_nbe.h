@@ -273,10 +273,11 @@ const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int 
 void ompi_osc_nbe_geom_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                              const char *payload, size_t paylen);
 void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
-void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
+/* both wait for other processes: OMPI_SUCCESS, or the window's error once it failed */
+int  ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
-void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
+int  ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 /* control messages through the segment's rings: send (queued in order
  * while the peer's ring is full), and the receive side of progress */

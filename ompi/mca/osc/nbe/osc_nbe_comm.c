@@ -233,6 +233,13 @@ static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t add
     ompi_osc_nbe_send_frame(module, origin, reply, NULL, 0, true);
 }
 
+static bool refusal_untold(ompi_osc_nbe_module_t *module, int origin)
+{
+    if (OPAL_LIKELY(0 == module->refusals_untold)) return false;
+    const ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, origin);
+    return NULL != g && 0 != g->refused;
+}
+
 void ompi_osc_nbe_note_refusal(ompi_osc_nbe_module_t *module, int peer, nbe_ctrl_t *msg)
 {
     ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, peer);
@@ -336,7 +343,11 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
     if (fetching) {
         /* count first, so the reply can carry the arrival count (outside fences) */
         nbe_on_op_arrived(module->engine, hdr->src, hdr->fence_tag);
-        if (0 == hdr->fence_tag) rep.fence_tag = nbe_ops_in_from(module->engine, hdr->src);
+        /* ... but not while a refusal waits for the next control message
+         * to the origin: the flush must then ask, and get it with the ack */
+        if (0 == hdr->fence_tag && !refusal_untold(module, hdr->src)) {
+            rep.fence_tag = nbe_ops_in_from(module->engine, hdr->src);
+        }
     }
 
     size_t span = fetching ? hdr->len : paylen;

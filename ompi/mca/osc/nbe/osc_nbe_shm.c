@@ -150,7 +150,15 @@ void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
 
 /* window locks of shared-memory windows: a word per rank in the segment,
  * taken with atomics by the origin itself (no message to the target) */
-void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
+/* a wait in the segment ends when the window failed (here, or at a peer
+ * that told us): the process it waits for may never come */
+static int shm_wait_failed(ompi_osc_nbe_module_t *module)
+{
+    int failed = nbe_engine_failed(module->engine);
+    return OPAL_UNLIKELY(failed) ? ompi_osc_nbe_err(failed) : OMPI_SUCCESS;
+}
+
+int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
 {
     volatile int64_t *w = &module->shm_locks[target];
     for (;;) {
@@ -160,12 +168,16 @@ void ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool e
             if (__atomic_compare_exchange_n(w, &v, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
                 /* as the engine's lock manager: never overlap the end of an
                  * exposure epoch of the target */
-                if (0 == __atomic_load_n(&module->shm_expo[target], __ATOMIC_SEQ_CST)) return;
+                if (0 == __atomic_load_n(&module->shm_expo[target], __ATOMIC_SEQ_CST)) {
+                    return OMPI_SUCCESS;
+                }
                 ompi_osc_nbe_shm_win_unlock(module, target);
             }
             else continue;
         }
         opal_progress();   /* keep serving the others while waiting */
+        int rc = shm_wait_failed(module);
+        if (OMPI_SUCCESS != rc) return rc;
     }
 }
 
@@ -179,7 +191,7 @@ void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target)
 /* sense-reversing barrier on two words of the segment header: the fence
  * of shared-memory windows, with no message and no communicator. Waiting
  * processes keep polling the network for the others' requests. */
-void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
+int ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
 {
     volatile int32_t *count = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_COUNT);
     volatile int32_t *sense = (volatile int32_t *) (module->shm_base + NBE_SHM_BAR_SENSE);
@@ -187,11 +199,15 @@ void ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
     if (module->size - 1 == __atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL)) {
         __atomic_store_n(count, 0, __ATOMIC_RELAXED);
         __atomic_store_n(sense, mine, __ATOMIC_RELEASE);
-        return;
+        return OMPI_SUCCESS;
     }
     while (__atomic_load_n(sense, __ATOMIC_ACQUIRE) != mine) {
         opal_progress();
+        /* the barrier's count stays off: the failed window is not used again */
+        int rc = shm_wait_failed(module);
+        if (OMPI_SUCCESS != rc) return rc;
     }
+    return OMPI_SUCCESS;
 }
 
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)

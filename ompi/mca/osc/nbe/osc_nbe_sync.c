@@ -201,7 +201,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
         /* local fence (engine): the stores of this process are done; the
          * barrier makes everybody's visible before anyone goes on */
         opal_atomic_mb();
-        ompi_osc_nbe_shm_barrier(module);
+        rc = ompi_osc_nbe_shm_barrier(module);
     }
     return with_remote_error(module, rc);
 }
@@ -274,7 +274,8 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
         rc = nbe_ilock(module->engine, type, target, NBE_MODE_NOCHECK, NULL);
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         if (!(assert & MPI_MODE_NOCHECK)) {
-            ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
+            rc = ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
+            if (OMPI_SUCCESS != rc) return rc;
             if (OMPI_SUCCESS != ompi_osc_nbe_shm_note_held(module, target)) {
                 ompi_osc_nbe_shm_win_unlock(module, target);
                 return OMPI_ERR_OUT_OF_RESOURCE;
@@ -298,9 +299,9 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = finish_req(module, req);
-    /* release the lock word only once the epoch's operations completed */
+    rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
+    /* release the lock word only once the epoch's operations completed (or
+     * the window failed: its peers may be waiting for the word) */
     if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
         ompi_osc_nbe_shm_win_unlock(module, target);
     }
@@ -317,7 +318,14 @@ int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         module->shm_lock_all = !(assert & MPI_MODE_NOCHECK);
         if (module->shm_lock_all) {
-            for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_lock(module, r, false);
+            for (int r = 0; r < module->size; ++r) {
+                rc = ompi_osc_nbe_shm_win_lock(module, r, false);
+                if (OMPI_SUCCESS != rc) {
+                    while (r-- > 0) ompi_osc_nbe_shm_win_unlock(module, r);
+                    module->shm_lock_all = 0;
+                    return rc;
+                }
+            }
         }
         return OMPI_SUCCESS;
     }
@@ -332,8 +340,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     test_failure_point(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = finish_req(module, req);
+    rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
     if (module->shm_locks && module->shm_lock_all) {
         for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
         module->shm_lock_all = 0;
