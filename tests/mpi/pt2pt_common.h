@@ -34,6 +34,17 @@ static inline size_t verify(const unsigned char *b, size_t n, int seed)
     return 0;
 }
 
+/* rc must be of error class want (MPI_SUCCESS included) */
+static inline void expect_class(int rc, int want, const char *what)
+{
+    int cls = MPI_SUCCESS;
+    if (MPI_SUCCESS != rc) MPI_Error_class(rc, &cls);
+    if (cls != want) {
+        fprintf(stderr, "[%d] %s: error class %d, expected %d\n", rank, what, cls, want);
+        errs++;
+    }
+}
+
 static inline void test_init(int *argc, char ***argv)
 {
     MPI_Init(argc, argv);

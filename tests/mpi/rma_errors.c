@@ -3,21 +3,7 @@
  * the right error class, and the window stays usable afterwards:
  * MPI_ERR_RMA_SYNC, MPI_ERR_RMA_RANGE, MPI_ERR_RMA_ATTACH, MPI_ERR_RMA_FLAVOR.
  */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-static int rank, size, errs;
-
-static void expect(int rc, int cls, const char *what)
-{
-    int got = MPI_SUCCESS;
-    if (MPI_SUCCESS != rc) MPI_Error_class(rc, &got);
-    if (got != cls) {
-        fprintf(stderr, "[%d] %s: error class %d, expected %d\n", rank, what, got, cls);
-        errs++;
-    }
-}
+#include "pt2pt_common.h"
 
 static int handler_calls;
 static void count_handler(MPI_Win *win, int *code, ...)
@@ -29,80 +15,78 @@ static void count_handler(MPI_Win *win, int *code, ...)
 
 int main(int argc, char **argv)
 {
-    int total = 0, buf[8] = { 0 }, *mem;
+    int buf[8] = { 0 }, *mem;
     MPI_Win win, dwin;
     MPI_Errhandler eh;
 
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int right = (rank + 1) % size;
+    test_init(&argc, &argv);
+    int right = (rank + 1) % nprocs;
 
     MPI_Win_allocate(8 * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
 
     /* synchronization misuse */
-    expect(MPI_Put(buf, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC, "put outside epoch");
-    expect(MPI_Get(buf, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC, "get outside epoch");
-    expect(MPI_Accumulate(buf, 1, MPI_INT, right, 0, 1, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_SYNC, "acc outside epoch");
-    expect(MPI_Win_complete(win), MPI_ERR_RMA_SYNC, "complete without start");
-    expect(MPI_Win_wait(win), MPI_ERR_RMA_SYNC, "wait without post");
-    expect(MPI_Win_unlock(right, win), MPI_ERR_RMA_SYNC, "unlock without lock");
-    expect(MPI_Win_unlock_all(win), MPI_ERR_RMA_SYNC, "unlock_all without lock_all");
-    expect(MPI_Win_flush(right, win), MPI_ERR_RMA_SYNC, "flush without lock");
-    expect(MPI_Win_flush_all(win), MPI_ERR_RMA_SYNC, "flush_all without lock");
-    expect(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_SUCCESS, "lock");
-    expect(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC, "lock twice");
-    expect(MPI_Win_lock_all(0, win), MPI_ERR_RMA_SYNC, "lock_all inside lock");
-    expect(MPI_Win_fence(0, win), MPI_ERR_RMA_SYNC, "fence inside lock");
+    expect_class(MPI_Put(buf, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC, "put outside epoch");
+    expect_class(MPI_Get(buf, 1, MPI_INT, right, 0, 1, MPI_INT, win), MPI_ERR_RMA_SYNC, "get outside epoch");
+    expect_class(MPI_Accumulate(buf, 1, MPI_INT, right, 0, 1, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_SYNC, "acc outside epoch");
+    expect_class(MPI_Win_complete(win), MPI_ERR_RMA_SYNC, "complete without start");
+    expect_class(MPI_Win_wait(win), MPI_ERR_RMA_SYNC, "wait without post");
+    expect_class(MPI_Win_unlock(right, win), MPI_ERR_RMA_SYNC, "unlock without lock");
+    expect_class(MPI_Win_unlock_all(win), MPI_ERR_RMA_SYNC, "unlock_all without lock_all");
+    expect_class(MPI_Win_flush(right, win), MPI_ERR_RMA_SYNC, "flush without lock");
+    expect_class(MPI_Win_flush_all(win), MPI_ERR_RMA_SYNC, "flush_all without lock");
+    expect_class(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_SUCCESS, "lock");
+    expect_class(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC, "lock twice");
+    expect_class(MPI_Win_lock_all(0, win), MPI_ERR_RMA_SYNC, "lock_all inside lock");
+    expect_class(MPI_Win_fence(0, win), MPI_ERR_RMA_SYNC, "fence inside lock");
     /* range */
-    expect(MPI_Put(buf, 2, MPI_INT, right, 7, 2, MPI_INT, win), MPI_ERR_RMA_RANGE, "put past the end");
+    expect_class(MPI_Put(buf, 2, MPI_INT, right, 7, 2, MPI_INT, win), MPI_ERR_RMA_RANGE, "put past the end");
     /* (a negative displacement is MPI_ERR_DISP, checked by the MPI layer) */
-    expect(MPI_Get(buf, 1, MPI_INT, right, 8, 1, MPI_INT, win), MPI_ERR_RMA_RANGE, "get just past the end");
-    expect(MPI_Accumulate(buf, 9, MPI_INT, right, 0, 9, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE, "acc past the end");
-    expect(MPI_Put(buf, 1, MPI_INT, right, 7, 1, MPI_INT, win), MPI_SUCCESS, "put at the last element");
+    expect_class(MPI_Get(buf, 1, MPI_INT, right, 8, 1, MPI_INT, win), MPI_ERR_RMA_RANGE, "get just past the end");
+    expect_class(MPI_Accumulate(buf, 9, MPI_INT, right, 0, 9, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE, "acc past the end");
+    expect_class(MPI_Put(buf, 1, MPI_INT, right, 7, 1, MPI_INT, win), MPI_SUCCESS, "put at the last element");
     /* MPI_PROC_NULL targets are no-ops */
-    expect(MPI_Put(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "put to PROC_NULL");
-    expect(MPI_Get(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "get from PROC_NULL");
-    expect(MPI_Accumulate(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, MPI_SUM, win), MPI_SUCCESS, "acc to PROC_NULL");
+    expect_class(MPI_Put(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "put to PROC_NULL");
+    expect_class(MPI_Get(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "get from PROC_NULL");
+    expect_class(MPI_Accumulate(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, MPI_SUM, win), MPI_SUCCESS, "acc to PROC_NULL");
     {
         MPI_Request r;
-        expect(MPI_Rput(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win, &r), MPI_SUCCESS, "rput to PROC_NULL");
-        expect(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait rput to PROC_NULL");
+        expect_class(MPI_Rput(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win, &r), MPI_SUCCESS, "rput to PROC_NULL");
+        expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait rput to PROC_NULL");
     }
-    expect(MPI_Win_unlock(right, win), MPI_SUCCESS, "unlock");
+    expect_class(MPI_Win_unlock(right, win), MPI_SUCCESS, "unlock");
 
     /* the window still works */
     MPI_Win_fence(0, win);
     buf[0] = 40 + rank;
-    expect(MPI_Put(buf, 1, MPI_INT, right, 3, 1, MPI_INT, win), MPI_SUCCESS, "put in fence");
+    expect_class(MPI_Put(buf, 1, MPI_INT, right, 3, 1, MPI_INT, win), MPI_SUCCESS, "put in fence");
     MPI_Win_fence(0, win);
-    if (mem[3] != 40 + (rank + size - 1) % size) {
+    if (mem[3] != 40 + (rank + nprocs - 1) % nprocs) {
         fprintf(stderr, "[%d] window unusable after errors: %d\n", rank, mem[3]);
         errs++;
     }
     /* a fence epoch with RMA calls cannot be left for a lock epoch */
-    expect(MPI_Put(buf, 1, MPI_INT, right, 2, 1, MPI_INT, win), MPI_SUCCESS, "put");
-    expect(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC, "lock in an active fence epoch");
+    expect_class(MPI_Put(buf, 1, MPI_INT, right, 2, 1, MPI_INT, win), MPI_SUCCESS, "put");
+    expect_class(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), MPI_ERR_RMA_SYNC, "lock in an active fence epoch");
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
 
     /* flavour errors */
-    expect(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR, "attach to an allocated window");
+    expect_class(MPI_Win_attach(win, buf, sizeof(buf)), MPI_ERR_RMA_FLAVOR, "attach to an allocated window");
     {
         MPI_Aint sz;
         int du;
         void *p;
-        expect(MPI_Win_shared_query(win, 0, &sz, &du, &p), MPI_ERR_RMA_FLAVOR, "shared_query on non-shared");
+        expect_class(MPI_Win_shared_query(win, 0, &sz, &du, &p), MPI_ERR_RMA_FLAVOR, "shared_query on non-shared");
     }
 
     /* dynamic windows: attach errors */
     MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &dwin);
     MPI_Win_set_errhandler(dwin, MPI_ERRORS_RETURN);
     static int region[16];
-    expect(MPI_Win_attach(dwin, region, sizeof(region)), MPI_SUCCESS, "attach");
-    expect(MPI_Win_attach(dwin, region + 4, 4 * sizeof(int)), MPI_ERR_RMA_ATTACH, "overlapping attach");
-    expect(MPI_Win_detach(dwin, buf), MPI_ERR_RMA_ATTACH, "detach of a region never attached");
-    expect(MPI_Win_detach(dwin, region), MPI_SUCCESS, "detach");
+    expect_class(MPI_Win_attach(dwin, region, sizeof(region)), MPI_SUCCESS, "attach");
+    expect_class(MPI_Win_attach(dwin, region + 4, 4 * sizeof(int)), MPI_ERR_RMA_ATTACH, "overlapping attach");
+    expect_class(MPI_Win_detach(dwin, buf), MPI_ERR_RMA_ATTACH, "detach of a region never attached");
+    expect_class(MPI_Win_detach(dwin, region), MPI_SUCCESS, "detach");
     MPI_Win_free(&dwin);
 
     /* a user error handler is called, not an abort */
@@ -116,11 +100,5 @@ int main(int argc, char **argv)
     MPI_Errhandler_free(&eh);
     MPI_Win_free(&win);
 
-    MPI_Reduce(&errs, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (0 == rank) {
-        if (0 == total) printf(" No Errors\n");
-        else printf(" Found %d errors\n", total);
-    }
-    MPI_Finalize();
-    return total ? 1 : 0;
+    return test_finish();
 }

@@ -11,16 +11,6 @@
 
 #define FAILING 1
 
-static void expect_class(int rc, int want, const char *what)
-{
-    int cls = MPI_SUCCESS;
-    if (MPI_SUCCESS != rc) MPI_Error_class(rc, &cls);
-    if (cls != want) {
-        fprintf(stderr, "[%d] %s: error class %d, expected %d\n", rank, what, cls, want);
-        errs++;
-    }
-}
-
 /* what a call on a failed window returns: rank 1 ran out of memory, the
  * others learnt that rank 1's window failed */
 static int failed_class(void)

@@ -327,6 +327,9 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
  * (nothing counted), 1 in flight with one counted FIN to follow */
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                            uint64_t remote, size_t len, bool is_put);
+/* an unsigned MCA variable of the component, scope local */
+void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, unsigned value, unsigned *storage);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);

@@ -572,14 +572,6 @@ void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *na
         MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL, counter);
 }
 
-static void register_uint(const mca_base_component_t *c, const char *name, const char *desc,
-                          unsigned value, unsigned *storage)
-{
-    *storage = value;
-    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
-                                           OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL, storage);
-}
-
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
 {
     use_sendi = true;
@@ -587,20 +579,20 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "Send small control, reply, FIN, put and get frames with the BTL's immediate send "
         "(vader's fast box); accumulate frames always keep the ordered send path",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &use_sendi);
-    register_uint(c, "aggregate_size",
+    ompi_osc_nbe_register_uint(c, "aggregate_size",
         "Pack small puts to one peer into one active message of at most this many bytes "
         "(bounded by the BTL's eager limit); puts of up to a quarter of it are packed. The "
         "packed frame leaves with the next synchronization message to that peer (a put "
         "followed by a flush, unlock, PSCW completion or fence is one message), before any "
         "other frame, when full, or at the next progress poll. 0: one message per put",
-        4096, &aggregate_size);
+        OPAL_INFO_LVL_5, 4096, &aggregate_size);
     ompi_osc_nbe_register_counter(c, "puts_packed", "Small put fragments sent packed with others in one active "
                      "message", &pv_packed);
-    register_uint(c, "rdma_get_threshold",
+    ompi_osc_nbe_register_uint(c, "rdma_get_threshold",
         "Contiguous gets of a lock or lock_all epoch of at least this many bytes use the BTL's "
         "RDMA get (vader CMA) instead of an active-message request and reply, which needs the "
         "target in MPI (0: never; fence and PSCW epochs: osc_nbe_rdma_active_threshold)",
-        16384, &rdma_get_threshold);
+        OPAL_INFO_LVL_5, 16384, &rdma_get_threshold);
     remote_complete_list = "vader,sm,self";
     (void) mca_base_component_var_register(c, "rdma_remote_complete",
         "Comma-separated BTL components whose RDMA put completion callback means the data is in "

@@ -16,6 +16,15 @@
 
 #include "ompi_scale_common.h"
 
+void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, unsigned value, unsigned *storage)
+{
+    *storage = value;
+    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
+                                           (mca_base_var_info_lvl_t) level, MCA_BASE_VAR_SCOPE_LOCAL,
+                                           storage);
+}
+
 static int component_register(void);
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
 static int component_finalize(void);
@@ -169,19 +178,15 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.verbose);
 
-    mca_osc_nbe_component.buffered_ops_limit = 4096;
-    (void) mca_base_component_var_register(c, "buffered_ops_limit",
+    ompi_osc_nbe_register_uint(c, "buffered_ops_limit",
         "Maximum number of RMA operations a window buffers (recorded in a deferred or ungranted "
         "epoch, or issued but not yet locally complete). Past it the issuing call drives progress "
         "until the count drops. Epochs themselves have no operation cap",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.buffered_ops_limit);
+        OPAL_INFO_LVL_5, 4096, &mca_osc_nbe_component.buffered_ops_limit);
 
-    mca_osc_nbe_component.max_frag_size = 65536;
-    (void) mca_base_component_var_register(c, "max_frag_size",
+    ompi_osc_nbe_register_uint(c, "max_frag_size",
         "Upper bound in bytes of one active-message fragment (the BTL's max send size applies too)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.max_frag_size);
+        OPAL_INFO_LVL_6, 65536, &mca_osc_nbe_component.max_frag_size);
 
     mca_osc_nbe_component.test_fail_rank = -1;
     (void) mca_base_component_var_register(c, "test_fail_rank",
@@ -191,24 +196,20 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.test_fail_rank);
 
-    mca_osc_nbe_component.rdma_threshold = 16384;
-    (void) mca_base_component_var_register(c, "rdma_threshold",
+    ompi_osc_nbe_register_uint(c, "rdma_threshold",
         "Contiguous puts of a lock or lock_all epoch of at least this many bytes use the BTL's "
         "RDMA put (vader CMA, tcp put) instead of active-message fragments, so that the target "
         "need not enter MPI for them (0: never; gets: osc_nbe_rdma_get_threshold; fence and "
         "PSCW epochs: osc_nbe_rdma_active_threshold)",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.rdma_threshold);
+        OPAL_INFO_LVL_5, 16384, &mca_osc_nbe_component.rdma_threshold);
 
     /* 16-32 KiB: a CMA system call costs 1.6-2.5 us on the test VM, two copies
      * through a BTL fragment less, and a fence or PSCW target is in MPI anyway */
-    mca_osc_nbe_component.rdma_active_threshold = 32768;
-    (void) mca_base_component_var_register(c, "rdma_active_threshold",
+    ompi_osc_nbe_register_uint(c, "rdma_active_threshold",
         "Contiguous puts and gets of a fence or PSCW epoch of at least this many bytes use the "
         "BTL's RDMA instead of active messages (0: never). The target of these epochs enters "
         "MPI to end them, so active messages cost it no extra wait for progress",
-        MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.rdma_active_threshold);
+        OPAL_INFO_LVL_5, 32768, &mca_osc_nbe_component.rdma_active_threshold);
 
     mca_osc_nbe_component.shm_allocate = true;
     (void) mca_base_component_var_register(c, "shm_allocate",
