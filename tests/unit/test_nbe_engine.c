@@ -128,6 +128,13 @@ static void sim_fini(void)
     for (int i = 0; i < S.n; ++i) nbe_engine_destroy(S.e[i]);
 }
 
+/* the end of a test whose every epoch completed */
+static void sim_fini_idle(void)
+{
+    for (int p = 0; p < S.n; ++p) ck_assert_msg(nbe_engine_idle(S.e[p]), "engine %d not idle", p);
+    sim_fini();
+}
+
 /* deliver one message (FIFO or random); returns 0 if none */
 static int deliver_one(void)
 {
@@ -690,9 +697,7 @@ START_TEST(pscw_done_before_post)
     nbe_on_op_arrived(S.e[1], 0, tag[3]);
     wait_req(w);
     for (int k = 1; k <= 3; ++k) nbe_req_free(c[k]);
-    ck_assert(nbe_engine_idle(S.e[0]));
-    ck_assert(nbe_engine_idle(S.e[1]));
-    sim_fini();
+    sim_fini_idle();
 }
 END_TEST
 
@@ -846,9 +851,7 @@ START_TEST(deferred_epochs_fifo)
         wait_req(rc[k]);
     }
     ck_assert_int_eq(S.mem[1][0], 19);
-    ck_assert(nbe_engine_idle(S.e[0]));
-    ck_assert(nbe_engine_idle(S.e[1]));
-    sim_fini();
+    sim_fini_idle();
 }
 END_TEST
 
@@ -1031,8 +1034,7 @@ START_TEST(idle_fence_then_lock)
     for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]), NBE_OK);
     for (int p = 0; p < 3; ++p) wait_req(r[p]);
     ck_assert_int_eq(S.mem[0][1], 21);
-    for (int p = 0; p < 3; ++p) ck_assert(nbe_engine_idle(S.e[p]));
-    sim_fini();
+    sim_fini_idle();
 }
 END_TEST
 
