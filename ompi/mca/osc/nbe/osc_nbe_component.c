@@ -203,7 +203,7 @@ static int component_register(void)
         "PSCW epochs: osc_nbe_rdma_active_threshold)",
         OPAL_INFO_LVL_5, 16384, &mca_osc_nbe_component.rdma_threshold);
 
-    /* 16-32 KiB: a CMA system call costs 1.6-2.5 us on the test VM, two copies
+    /* below 32 KiB: a CMA system call costs 1.5-3.9 us on the test VM, two copies
      * through a BTL fragment less, and a fence or PSCW target is in MPI anyway */
     ompi_osc_nbe_register_uint(c, "rdma_active_threshold",
         "Contiguous puts and gets of a fence or PSCW epoch of at least this many bytes use the "
