@@ -414,7 +414,7 @@ static int issue_op(nbe_engine_t *e, nbe_epoch_t *ep, nbe_op_t *op)
     nbe_trait_t *tr = trait(e, target);
     int is_fence = NBE_EP_FENCE == ep->kind;
     op->fence_tag = is_fence ? ep->fence_id : 0;
-    op->passive = NBE_EP_LOCK == ep->kind || NBE_EP_LOCK_ALL == ep->kind;
+    op->passive = is_passive(ep->kind);
     op->next = NULL;
     tr->pending_local++;
     e->pending_local_total++;
@@ -1416,12 +1416,6 @@ static nbe_epoch_t *find_access(nbe_engine_t *e, int target)
     return NULL;
 }
 
-int nbe_access_passive(nbe_engine_t *e, int target)
-{
-    const nbe_epoch_t *ep = find_access(e, target);
-    return NULL != ep && (NBE_EP_LOCK == ep->kind || NBE_EP_LOCK_ALL == ep->kind);
-}
-
 int nbe_check_access(nbe_engine_t *e, int target)
 {
     NBE_RETURN_IF_FAILED(e);
@@ -1466,12 +1460,12 @@ static int direct_ready(nbe_engine_t *e, int target, nbe_epoch_t **out)
 {
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_epoch_t *ep = find_access(e, target);
+    *out = ep;   /* the covering epoch, also when the answer is NBE_AGAIN */
     if (NULL == ep) return NBE_ERR_SYNC;
     if (NULL != ep->qh) return NBE_AGAIN;
     if (NBE_EP_LOCK_ALL == ep->kind && NULL == leg_find(ep, target)) return NBE_AGAIN;
     if (!target_granted(e, ep, target)) return NBE_AGAIN;
     ep->had_ops = 1;
-    *out = ep;
     return NBE_OK;
 }
 
@@ -1504,16 +1498,16 @@ static uint64_t early_tag(nbe_engine_t *e, nbe_epoch_t *ep, int target)
     return NBE_TAG_EARLY | NBE_TAG_ACCESS | (NBE_EP_START == ep->kind ? 0 : NBE_TAG_LOCK) | l->id;
 }
 
-int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag)
+int nbe_rma_message(nbe_engine_t *e, int target, uint64_t *tag, int *passive)
 {
     NBE_RETURN_IF_FAILED(e);
-    nbe_epoch_t *ep;
+    nbe_epoch_t *ep = NULL;
     int rc = direct_ready(e, target, &ep);
+    if (NULL != ep && NULL != passive) *passive = is_passive(ep->kind);
     if (NBE_OK == rc) {
         *tag = NBE_EP_FENCE == ep->kind ? ep->fence_id : 0;
     } else if (NBE_AGAIN == rc && e->early_msgs && target != e->rank) {
         /* not granted yet: the target holds it until it is */
-        ep = find_access(e, target);
         *tag = early_tag(e, ep, target);
         if (*tag) {
             ep->had_ops = 1;

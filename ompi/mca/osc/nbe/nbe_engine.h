@@ -190,16 +190,15 @@ int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
  * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
  * access epoch covering target. */
 int nbe_rma_direct(nbe_engine_t *eng, int target);
-/* 1 if the access epoch covering target is a lock or lock_all (passive
- * target), 0 if it is a fence or start epoch or there is none */
-int nbe_access_passive(nbe_engine_t *eng, int target);
 /* An operation the glue sends itself as one counted message, complete at
  * the origin once handed to the network (a small put copied into an
  * immediate send): nbe_rma_message() says whether it may go now (the same
  * conditions as nbe_rma_direct) and gives the fence tag the message must
- * carry; once sent, nbe_rma_message_sent() counts it. If the glue cannot
- * send it, it goes through nbe_rma instead (nothing to undo). */
-int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag);
+ * carry, and (passive, may be NULL; set whenever an access epoch covers
+ * target) whether that epoch is a lock or lock_all; once sent,
+ * nbe_rma_message_sent() counts it. If the glue cannot send it, it goes
+ * through nbe_rma instead (nothing to undo). */
+int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag, int *passive);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
 /* Early messages: with this on, a message of an active fence epoch, or of
  * an access epoch (start, lock; a lock_all leg is created by a recorded

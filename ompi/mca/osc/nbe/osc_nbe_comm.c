@@ -978,16 +978,13 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     if (0 == len || len != dt_bytes(target_dt, target_count)) return 1;
     int rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
     if (OMPI_SUCCESS != rc) return rc;
-    rc = nbe_rma_message(module->engine, target, &fence_tag);
+    int passive = 0;
+    rc = nbe_rma_message(module->engine, target, &fence_tag, &passive);
     if (NBE_AGAIN == rc) return 1;
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     const char *local = (const char *) origin + origin_dt->super.true_lb;
-    /* the epoch kind picks the RDMA threshold: no lookup for puts below both */
-    bool passive = (len >= mca_osc_nbe_component.rdma_threshold ||
-                    len >= mca_osc_nbe_component.rdma_active_threshold) &&
-                   nbe_access_passive(module->engine, target);
     if (OMPI_SUCCESS != ompi_osc_nbe_put_now(module, target, addr + (uint64_t) target_dt->super.true_lb,
-                                             fence_tag, local, len, passive)) {
+                                             fence_tag, local, len, 0 != passive)) {
         return 1;
     }
     nbe_rma_message_sent(module->engine, target, fence_tag);
