@@ -156,8 +156,6 @@ enum {
     NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
     NBE_AM_PUT_MULTI,/* small put fragments packed in one frame, each counted,
                         possibly closed by a control message */
-    NBE_AM_REFUSED,  /* target to origin: an access without a reply (put,
-                        accumulate) was refused; op_idx: the error code */
     NBE_AM_FAILED    /* the sender's copy of the window failed: the
                         receiver's fails too instead of waiting for it */
 };

@@ -201,34 +201,27 @@ enum { NOTE_REFUSED_RANGE = 1, NOTE_REFUSED_NOMEM = 2 };
  * data). Otherwise (reply NULL) the error rides on the next control message
  * to the origin, which is the flush or unlock ack that completes the access
  * when there is one (a separate frame could arrive after it: ring and BTL
- * are not ordered); only when the origin's traits cannot be had does an
- * NBE_AM_REFUSED frame go. */
+ * are not ordered). */
 static void send_refusal(ompi_osc_nbe_module_t *module, int origin, uint64_t addr, size_t len,
                          nbe_am_hdr_t *reply, int code)
 {
-    nbe_am_hdr_t frame;
     opal_output_verbose(10, mca_osc_nbe_component.output,
                         "osc/nbe: refused an access from %d to [%#llx, +%zu): %s", origin,
                         (unsigned long long) addr, len,
                         OMPI_ERR_RMA_RANGE == code ? "not attached" : "out of memory");
     if (NULL == reply) {
+        /* a failed window sends no control message more: the origin learns
+         * of the failure itself (NBE_AM_FAILED) */
+        if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) return;
         ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, origin);
-        if (OPAL_LIKELY(NULL != g && !nbe_engine_failed(module->engine))) {
-            if (0 == g->refused) {
-                g->refused = code;
-                module->refusals_untold++;
-            }
-            return;
+        if (0 == g->refused) {
+            g->refused = code;
+            module->refusals_untold++;
         }
-        memset(&frame, 0, sizeof(frame));
-        frame.type = NBE_AM_REFUSED;
-        frame.src = module->rank;
-        frame.cid = module->cid;
-        reply = &frame;
-    } else {
-        reply->flags = NBE_AM_F_REFUSED;
-        reply->len = (uint32_t) len;
+        return;
     }
+    reply->flags = NBE_AM_F_REFUSED;
+    reply->len = (uint32_t) len;
     reply->op_idx = code;
     ompi_osc_nbe_send_frame(module, origin, reply, NULL, 0, true);
 }
@@ -309,9 +302,6 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
         return;
     }
-    case NBE_AM_REFUSED:
-        note_remote_error(module, hdr->op_idx);
-        return;
     case NBE_AM_FAILED:
         opal_output_verbose(1, mca_osc_nbe_component.output,
                             "osc/nbe %d: window %u failed at rank %d; it fails here too", module->rank,

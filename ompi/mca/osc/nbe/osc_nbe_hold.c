@@ -152,7 +152,7 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
         if (OPAL_LIKELY(!early)) return false;
         hold = !frame_ready(module, hdr, payload, paylen);
     } else if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type ||
-               NBE_AM_REFUSED == hdr->type || NBE_AM_FAILED == hdr->type) {
+               NBE_AM_FAILED == hdr->type) {
         return false;
     } else {
         /* a grant may have come since the last poll: what it readied goes
