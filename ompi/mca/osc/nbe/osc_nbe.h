@@ -338,6 +338,9 @@ void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);
+/* a wait for other processes ends with this once the window failed (here,
+ * or at a peer that told us): OMPI_SUCCESS while it has not */
+int  ompi_osc_nbe_failed_rc(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_group_cache_clear(ompi_osc_nbe_group_cache_t *gc);
 /* a frame from the network: held (osc_nbe_hold.c) if it came before its
  * grant, else applied now */

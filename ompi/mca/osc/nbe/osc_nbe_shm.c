@@ -150,14 +150,6 @@ void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
 
 /* window locks of shared-memory windows: a word per rank in the segment,
  * taken with atomics by the origin itself (no message to the target) */
-/* a wait in the segment ends when the window failed (here, or at a peer
- * that told us): the process it waits for may never come */
-static int shm_wait_failed(ompi_osc_nbe_module_t *module)
-{
-    int failed = nbe_engine_failed(module->engine);
-    return OPAL_UNLIKELY(failed) ? ompi_osc_nbe_err(failed) : OMPI_SUCCESS;
-}
-
 int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
 {
     volatile int64_t *w = &module->shm_locks[target];
@@ -176,7 +168,7 @@ int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool ex
             else continue;
         }
         opal_progress();   /* keep serving the others while waiting */
-        int rc = shm_wait_failed(module);
+        int rc = ompi_osc_nbe_failed_rc(module);
         if (OMPI_SUCCESS != rc) return rc;
     }
 }
@@ -204,7 +196,7 @@ int ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
     while (__atomic_load_n(sense, __ATOMIC_ACQUIRE) != mine) {
         opal_progress();
         /* the barrier's count stays off: the failed window is not used again */
-        int rc = shm_wait_failed(module);
+        int rc = ompi_osc_nbe_failed_rc(module);
         if (OMPI_SUCCESS != rc) return rc;
     }
     return OMPI_SUCCESS;

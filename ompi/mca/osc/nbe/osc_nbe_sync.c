@@ -69,6 +69,12 @@ int ompi_osc_nbe_err(int nbe_rc)
     }
 }
 
+int ompi_osc_nbe_failed_rc(ompi_osc_nbe_module_t *module)
+{
+    int failed = nbe_engine_failed(module->engine);
+    return OPAL_UNLIKELY(failed) ? ompi_osc_nbe_err(failed) : OMPI_SUCCESS;
+}
+
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req)
 {
     (void) ctx;
@@ -86,7 +92,7 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
     if (OPAL_UNLIKELY(!req->complete)) {
         /* the engine failed: the request never completes; it stays with
          * the engine, which frees its epochs with the window */
-        return ompi_osc_nbe_err(nbe_engine_failed(module->engine));
+        return ompi_osc_nbe_failed_rc(module);
     }
     int status = req->status;
     nbe_req_free(req);
@@ -382,9 +388,8 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
             if (nbe_flush_reached(module->engine, target, local, thr)) return flushed_at_once();
             do {
                 opal_progress();
-                if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) {
-                    return ompi_osc_nbe_err(nbe_engine_failed(module->engine));
-                }
+                rc = ompi_osc_nbe_failed_rc(module);
+                if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
             } while (!nbe_flush_reached(module->engine, target, local, thr));
             return OMPI_SUCCESS;
         }
