@@ -854,7 +854,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
-        if (0 != nbe_trait_push_done(&e->traits, tr, m->a, m->b)) nbe_engine_fail(e);
+        if (0 != nbe_trait_push_done(tr, m->a, m->b)) nbe_engine_fail(e);
         break;
     case NBE_CTRL_FENCE_DONE:
         e->fslot[m->a % 3].dones++;
@@ -1664,9 +1664,7 @@ nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *e, int rank)
 
 size_t nbe_engine_memory(const nbe_engine_t *e)
 {
-    size_t bytes = sizeof(*e) + e->traits.cap * sizeof(*e->traits.slots) +
-                   e->traits.count * sizeof(nbe_trait_t) + e->traits.extra_bytes +
-                   e->loop_cap * sizeof(nbe_ctrl_t);
+    size_t bytes = sizeof(*e) + nbe_traits_memory(&e->traits) + e->loop_cap * sizeof(nbe_ctrl_t);
     for (const nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
         bytes += sizeof(*ep) + (size_t) ep->cap_legs * sizeof(nbe_leg_t);
     }

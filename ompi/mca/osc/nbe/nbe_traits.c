@@ -14,10 +14,18 @@ int nbe_traits_init(nbe_traits_t *t)
 {
     t->cap = 16;
     t->count = 0;
-    t->extra_bytes = 0;
     t->last = NULL;
     t->slots = calloc(t->cap, sizeof(*t->slots));
     return t->slots ? 0 : -1;
+}
+
+size_t nbe_traits_memory(const nbe_traits_t *t)
+{
+    size_t bytes = t->cap * sizeof(*t->slots) + t->count * sizeof(nbe_trait_t);
+    for (size_t i = 0; i < t->cap; ++i) {
+        if (NULL != t->slots[i]) bytes += t->slots[i]->done_cap * sizeof(nbe_done_t);
+    }
+    return bytes;
 }
 
 void nbe_traits_fini(nbe_traits_t *t)
@@ -29,7 +37,7 @@ void nbe_traits_fini(nbe_traits_t *t)
     }
     free(t->slots);
     t->slots = NULL;
-    t->cap = t->count = t->extra_bytes = 0;
+    t->cap = t->count = 0;
     t->last = NULL;
 }
 
@@ -82,7 +90,7 @@ nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
     return tr;
 }
 
-int nbe_trait_push_done(nbe_traits_t *t, nbe_trait_t *tr, uint64_t id, uint64_t ops)
+int nbe_trait_push_done(nbe_trait_t *tr, uint64_t id, uint64_t ops)
 {
     if (tr->done_count == tr->done_cap) {
         uint32_t ncap = tr->done_cap ? 2 * tr->done_cap : 2;
@@ -92,7 +100,6 @@ int nbe_trait_push_done(nbe_traits_t *t, nbe_trait_t *tr, uint64_t id, uint64_t 
             nd[i] = tr->dones[(tr->done_head + i) % tr->done_cap];
         }
         free(tr->dones);
-        t->extra_bytes += (ncap - tr->done_cap) * sizeof(*nd);
         tr->dones = nd;
         tr->done_cap = ncap;
         tr->done_head = 0;

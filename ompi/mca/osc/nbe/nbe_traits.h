@@ -72,12 +72,13 @@ typedef struct nbe_traits {
     nbe_trait_t **slots;
     size_t        cap;     /* power of two */
     size_t        count;
-    size_t        extra_bytes; /* heap bytes the traits hold besides themselves */
     nbe_trait_t  *last;    /* most recent lookup: RMA loops hit one peer */
 } nbe_traits_t;
 
 int          nbe_traits_init(nbe_traits_t *t);
 void         nbe_traits_fini(nbe_traits_t *t);
+/* heap bytes of the table: slots, traits and their DONE queues */
+size_t       nbe_traits_memory(const nbe_traits_t *t);
 /* lookup without creating (NULL if the peer was never touched) */
 nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank);
 /* lookup, creating a zeroed trait on first touch (NULL on ENOMEM) */
@@ -85,7 +86,7 @@ nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank);
 
 /* DONE queue of a trait, ordered by id: insert (0, or -1 on ENOMEM),
  * lowest id (NULL if none), drop the lowest */
-int               nbe_trait_push_done(nbe_traits_t *t, nbe_trait_t *tr, uint64_t id, uint64_t ops);
+int               nbe_trait_push_done(nbe_trait_t *tr, uint64_t id, uint64_t ops);
 const nbe_done_t *nbe_trait_first_done(const nbe_trait_t *tr);
 void              nbe_trait_pop_done(nbe_trait_t *tr);
 
