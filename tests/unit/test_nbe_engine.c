@@ -1234,6 +1234,24 @@ START_TEST(peer_failure_ends_waits)
 }
 END_TEST
 
+/* a message the transport cannot deliver fails the window with its own
+ * code, which a later peer failure does not overwrite */
+START_TEST(transport_failure_ends_waits)
+{
+    sim_init(2, 0);
+    nbe_req_t *r = NULL;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &r), NBE_OK);
+    nbe_engine_fail_comm(S.e[0]);   /* say the LOCK_REQ could not be sent */
+    nbe_engine_fail_peer(S.e[0]);
+    ck_assert_int_eq(nbe_engine_failed(S.e[0]), NBE_ERR_COMM);
+    ck_assert_int_lt(nbe_progress(S.e[0]), 0);
+    ck_assert(!r->complete);
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, NULL), NBE_ERR_COMM);
+    nbe_req_free(r);
+    sim_fini();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("nbe_engine");
@@ -1272,6 +1290,7 @@ static Suite *suite(void)
     tcase_add_test(tc, new_peer_without_memory);
     tcase_add_test(tc, done_without_memory);
     tcase_add_test(tc, peer_failure_ends_waits);
+    tcase_add_test(tc, transport_failure_ends_waits);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -133,6 +133,11 @@ void nbe_engine_fail_peer(nbe_engine_t *e)
     if (0 == e->failed) fail_with(e, NBE_ERR_PEER);
 }
 
+void nbe_engine_fail_comm(nbe_engine_t *e)
+{
+    if (0 == e->failed) fail_with(e, NBE_ERR_COMM);
+}
+
 /* a peer's trait, created on first touch. Without memory for it the engine
  * fails, and the caller (which cannot return an error: it is handling a
  * message) writes into a sink nobody reads. */

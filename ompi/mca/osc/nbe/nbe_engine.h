@@ -38,6 +38,7 @@ extern "C" {
 #define NBE_ERR_NOMEM  (-2)
 #define NBE_ERR_ARG    (-3)
 #define NBE_ERR_PEER   (-4)   /* a peer's copy of the window failed */
+#define NBE_ERR_COMM   (-5)   /* the transport could not deliver a message */
 #define NBE_AGAIN       1     /* nbe_flush_now: a real flush is needed */
 
 /* assertion bits (the glue maps MPI_MODE_* onto these) */
@@ -257,8 +258,9 @@ size_t nbe_engine_memory(const nbe_engine_t *eng);
 
 /* --- queries --- */
 /* NBE_ERR_NOMEM once the engine lost a message for want of memory,
- * NBE_ERR_PEER once a peer's engine of this window failed (every later call
- * fails with it and no request completes any more), else 0 */
+ * NBE_ERR_COMM once the transport could not deliver one, NBE_ERR_PEER once
+ * a peer's engine of this window failed (every later call fails with it and
+ * no request completes any more), else 0 */
 int    nbe_engine_failed(const nbe_engine_t *eng);
 /* a message of this window was lost for want of memory (in the engine or
  * its glue): the engine fails */
@@ -266,6 +268,9 @@ void   nbe_engine_fail(nbe_engine_t *eng);
 /* a peer's engine of this window failed: epochs it takes part in may never
  * complete, so this one fails too (unless it already failed) */
 void   nbe_engine_fail_peer(nbe_engine_t *eng);
+/* the transport could not deliver a message of this window (a permanent
+ * send error, not a busy BTL): the engine fails (unless it already failed) */
+void   nbe_engine_fail_comm(nbe_engine_t *eng);
 int    nbe_engine_idle(const nbe_engine_t *eng);     /* no epoch pending */
 size_t nbe_engine_buffered(const nbe_engine_t *eng); /* recorded + locally incomplete ops */
 size_t nbe_engine_traits_count(const nbe_engine_t *eng);

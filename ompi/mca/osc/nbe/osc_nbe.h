@@ -41,6 +41,8 @@ typedef struct ompi_osc_nbe_component {
     bool     am_registered;
     bool     progress_registered;
     int      test_fail_rank;    /* testing: windows of this rank fail at their 2nd sync */
+    char    *test_break_link;   /* testing: "A,B,N", parsed into the three below */
+    int      test_break_a, test_break_b, test_break_after;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
     opal_hash_table_t modules;     /* window id -> module */
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
@@ -101,6 +103,12 @@ typedef struct ompi_osc_nbe_module {
      * ranks below failure_told have been told */
     int                    failure_told;
     int                    test_syncs;  /* synchronization calls (osc_nbe_test_fail_rank) */
+    unsigned               test_frames_on_link;  /* osc_nbe_test_break_link */
+    /* RDMA transfers whose completion callback has not run yet */
+    int                    rdma_in_flight;
+    /* ops whose fragments could not all be sent (the window failed) but
+     * may still be answered: kept, and ignored, until the window is freed */
+    struct ompi_osc_nbe_op *abandoned;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
      * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
@@ -224,7 +232,7 @@ enum { NBE_OP_PUT = 0, NBE_OP_GET, NBE_OP_ACC, NBE_OP_GACC, NBE_OP_CAS };
 
 typedef struct ompi_osc_nbe_op {
     nbe_op_t               super;      /* engine header: must be first */
-    opal_list_item_t       qitem;
+    struct ompi_osc_nbe_op *abandoned_next;
     int                    type;
     ompi_osc_nbe_module_t *module;
     /* origin side */
@@ -253,6 +261,7 @@ typedef struct ompi_osc_nbe_op {
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
     bool                   refused;    /* the target refused it: no result to unpack */
+    bool                   abandoned;  /* see module->abandoned: replies are ignored */
 } ompi_osc_nbe_op_t;
 
 /* shared-memory segment of Win_allocate_shared */
@@ -335,6 +344,11 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 int ompi_osc_nbe_ops_init(void);
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code);
+/* a fragment of op cannot be sent (the window failed): its request
+ * completes with MPI_ERR_OTHER; op is freed now, or with the window if a
+ * reply may still name it */
+void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op);
+void ompi_osc_nbe_free_abandoned(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);

@@ -84,8 +84,22 @@ static struct {
     char  *buf;
 } agg;
 
+/* Send errors. OMPI_ERR_OUT_OF_RESOURCE: the BTL is busy, try again later.
+ * Anything else is permanent (no BTL to the peer, a broken connection): the
+ * window fails (NBE_ERR_COMM) and tells its other peers, and the frame is
+ * dropped, so that no caller retries it forever. */
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen);
+
+static void link_failed(ompi_osc_nbe_module_t *module, int peer, int rc)
+{
+    if (0 == nbe_engine_failed(module->engine)) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe %d: window %u cannot send to %d (error %d); it fails",
+                            module->rank, module->cid, peer, rc);
+    }
+    nbe_engine_fail_comm(module->engine);
+}
 
 /* send the open frame; OMPI_ERR_OUT_OF_RESOURCE keeps it open */
 static int agg_flush(void)
@@ -109,9 +123,7 @@ static int agg_flush(void)
         rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
     }
     if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
-    /* raw_send fails otherwise only without a BTL to the peer, which agg_add
-     * ruled out before packing; should a BTL ever fail here, say so loudly */
-    if (OMPI_SUCCESS != rc) opal_output(0, "osc/nbe: packed puts to %d lost (%d)", agg.peer, rc);
+    /* sent, or lost for good (the window failed) */
     agg.module = NULL;
     return OMPI_SUCCESS;
 }
@@ -127,23 +139,27 @@ static size_t agg_item_max(void)
     return aggregate_size / 4;
 }
 
-/* pack one put fragment; false if the BTL is busy (the fragment is not taken) */
-static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
-                    const void *data)
+/* pack one put fragment; OMPI_ERR_OUT_OF_RESOURCE if the BTL is busy (the
+ * fragment is not taken), OMPI_ERR_UNREACH without a BTL to the peer */
+static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
+                   const void *data)
 {
     size_t need = sizeof(nbe_am_sub_t) + ((frag->len + 7) & ~(size_t) 7);
     if (agg.module && (agg.module != module || agg.peer != peer || agg.len + need > agg.cap)) {
-        if (OMPI_SUCCESS != agg_flush()) return false;
+        if (OMPI_SUCCESS != agg_flush()) return OMPI_ERR_OUT_OF_RESOURCE;
     }
     if (NULL == agg.module) {
         mca_bml_base_btl_t *b = peer_btl(module, peer);
         size_t cap = aggregate_size;
-        if (NULL == b) return false;
+        if (NULL == b) {
+            link_failed(module, peer, OMPI_ERR_UNREACH);
+            return OMPI_ERR_UNREACH;
+        }
         if (b->btl->btl_eager_limit < cap) cap = b->btl->btl_eager_limit;
         if (cap < sizeof(nbe_am_hdr_t) + need) cap = sizeof(nbe_am_hdr_t) + need;
         if (cap > agg.cap) {
             char *nb = realloc(agg.buf, cap);
-            if (NULL == nb) return false;
+            if (NULL == nb) return OMPI_ERR_OUT_OF_RESOURCE;
             agg.buf = nb;
         }
         agg.cap = cap;
@@ -167,7 +183,7 @@ static bool agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t 
     agg.n++;
     pv_packed++;
     if (agg.len + sizeof(nbe_am_sub_t) + 8 > agg.cap) (void) agg_flush();
-    return true;
+    return OMPI_SUCCESS;
 }
 
 /* a control message for the peer of the open frame closes that frame: it
@@ -199,17 +215,18 @@ static int try_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
 }
 
 /* send a small put fragment now, or pack it if it continues a burst */
-static bool put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
-                      const void *data)
+static int put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
+                     const void *data)
 {
     if ((agg.module == module && agg.peer == peer) ||
         (NULL == agg.module && burst_module == module && burst_peer == peer)) {
         return agg_add(module, peer, frag, data);
     }
-    if (OMPI_SUCCESS != try_send(module, peer, frag, sizeof(*frag), data, frag->len)) return false;
+    int rc = try_send(module, peer, frag, sizeof(*frag), data, frag->len);
+    if (OMPI_SUCCESS != rc) return rc;
     burst_module = module;
     burst_peer = peer;
-    return true;
+    return OMPI_SUCCESS;
 }
 
 /* Immediate sends (btl_sendi: vader's per-peer fast box). A BTL need not
@@ -254,7 +271,7 @@ static int try_sendi(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hdrlen
                               (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag, NULL);
 }
 
-static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
+static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
     mca_bml_base_btl_t *bml_btl = peer_btl(module, peer);
@@ -278,9 +295,57 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     rc = mca_bml_base_send(bml_btl, des, (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag);
     if (OPAL_UNLIKELY(rc < 0)) {
         mca_bml_base_free(bml_btl, des);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        bool busy = OPAL_ERR_RESOURCE_BUSY == rc || OPAL_ERR_OUT_OF_RESOURCE == rc ||
+                    OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc;
+        return busy ? OMPI_ERR_OUT_OF_RESOURCE : rc;
     }
     return OMPI_SUCCESS;
+}
+
+/* osc_nbe_test_break_link "A,B,N": a window's connection between its ranks
+ * A and B breaks after A's N-th frame to B. A's later frames to B fail as
+ * unreachable; B sees the break when that N-th frame arrives (its window
+ * fails, and its frames to A fail from then on), as both ends of a broken
+ * connection would. */
+static bool test_on_link(const ompi_osc_nbe_module_t *module, int peer, int from, int to)
+{
+    const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
+    return c->test_break_after >= 0 && module->rank == from && peer == to &&
+           ((from == c->test_break_a && to == c->test_break_b) ||
+            (from == c->test_break_b && to == c->test_break_a));
+}
+
+static bool test_link_broken(ompi_osc_nbe_module_t *module, int peer)
+{
+    const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
+    if (OPAL_LIKELY(c->test_break_after < 0)) return false;
+    if (test_on_link(module, peer, c->test_break_a, c->test_break_b)) {
+        return module->test_frames_on_link++ >= (unsigned) c->test_break_after;
+    }
+    return test_on_link(module, peer, c->test_break_b, c->test_break_a) &&
+           module->test_frames_on_link >= (unsigned) c->test_break_after;
+}
+
+/* B's side: a frame from A arrived */
+static void test_link_arrival(ompi_osc_nbe_module_t *module, int src)
+{
+    const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
+    if (module->rank != c->test_break_b || src != c->test_break_a) return;
+    if (++module->test_frames_on_link == (unsigned) c->test_break_after) {
+        link_failed(module, src, OMPI_ERR_UNREACH);
+    }
+}
+
+static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
+                    const void *payload, size_t paylen)
+{
+    int rc = OPAL_UNLIKELY(test_link_broken(module, peer))
+                 ? OMPI_ERR_UNREACH
+                 : btl_send(module, peer, hdr, hdrlen, payload, paylen);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc && OMPI_ERR_OUT_OF_RESOURCE != rc)) {
+        link_failed(module, peer, rc);
+    }
+    return rc;
 }
 
 /* A small put taken without an op object, staging or plan (a put on a
@@ -305,9 +370,7 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     hdr.fence_tag = fence_tag;
     hdr.addr = addr;
     hdr.len = (uint32_t) len;
-    if (len <= agg_item_max()) {
-        return agg_add(module, peer, &hdr, data) ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
     /* below the RDMA threshold and within one fragment: one frame now,
      * behind the open packed frame */
     unsigned rdma_from = ompi_osc_nbe_rdma_from(true, passive);
@@ -339,7 +402,8 @@ void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
 {
     /* only the window that failed itself tells: its peers learn it from
      * it, so a failure costs size - 1 frames, not size^2 */
-    if (NBE_ERR_NOMEM != nbe_engine_failed(module->engine)) return;
+    int failed = nbe_engine_failed(module->engine);
+    if (NBE_ERR_NOMEM != failed && NBE_ERR_COMM != failed) return;
     nbe_am_hdr_t hdr;
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = NBE_AM_FAILED;
@@ -353,7 +417,7 @@ void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
             opal_progress();   /* may tell further peers itself */
             continue;
         }
-        module->failure_told++;   /* sent, or no BTL to that peer */
+        module->failure_told++;   /* sent, or that peer cannot be reached */
     }
 }
 
@@ -394,8 +458,10 @@ void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *
     nbe_on_ctrl(module->engine, msg);
 }
 
-/* emit the next fragments of an op; true when all are out */
-static bool op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
+/* emit the next fragments of an op: OMPI_SUCCESS when all are out,
+ * OMPI_ERR_OUT_OF_RESOURCE while the BTL is busy, another error when they
+ * cannot be sent (the window failed) */
+static int op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
 {
     static const int am_type[] = {
         [NBE_OP_PUT] = NBE_AM_PUT, [NBE_OP_GET] = NBE_AM_GET, [NBE_OP_ACC] = NBE_AM_ACC,
@@ -436,15 +502,13 @@ static bool op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
         default:
             break;
         }
-        if (NBE_OP_PUT == op->type && f->len <= agg_item_max()) {
-            if (!put_small(module, op->super.target, &hdr, payload)) return false;
-        } else if (OMPI_SUCCESS != try_send(module, op->super.target, &hdr, sizeof(hdr), payload,
-                                            paylen)) {
-            return false;
-        }
+        int rc = NBE_OP_PUT == op->type && f->len <= agg_item_max()
+                     ? put_small(module, op->super.target, &hdr, payload)
+                     : try_send(module, op->super.target, &hdr, sizeof(hdr), payload, paylen);
+        if (OMPI_SUCCESS != rc) return rc;
         op->next_frag++;
     }
-    return true;
+    return OMPI_SUCCESS;
 }
 
 /* all fragments of op are out: puts and accumulates are locally complete */
@@ -461,9 +525,16 @@ static void op_sent(ompi_osc_nbe_op_t *op)
 void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
 {
-    if (opal_list_is_empty(&module->outq) && op_emit(module, op)) {
-        op_sent(op);
-        return;
+    if (opal_list_is_empty(&module->outq)) {
+        int rc = op_emit(module, op);
+        if (OMPI_SUCCESS == rc) {
+            op_sent(op);
+            return;
+        }
+        if (OMPI_ERR_OUT_OF_RESOURCE != rc) {
+            ompi_osc_nbe_op_abandon(op);
+            return;
+        }
     }
     nbe_qentry_t *q = malloc(sizeof(*q));
     if (OPAL_UNLIKELY(NULL == q)) {
@@ -490,16 +561,19 @@ int ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module)
     }
     while (!opal_list_is_empty(&module->outq)) {
         nbe_qentry_t *q = (nbe_qentry_t *) opal_list_get_first(&module->outq);
+        /* sent, or dropped for good (the window failed) */
         if (q->op) {
-            if (!op_emit(module, q->op)) break;
+            int rc = op_emit(module, q->op);
+            if (OMPI_ERR_OUT_OF_RESOURCE == rc) break;
             opal_list_remove_first(&module->outq);
             module->outq_ops--;
             ompi_osc_nbe_op_t *op = q->op;
             OBJ_DESTRUCT(&q->super);
             free(q);
-            op_sent(op);
+            if (OMPI_SUCCESS == rc) op_sent(op);
+            else ompi_osc_nbe_op_abandon(op);
         } else {
-            if (OMPI_SUCCESS != try_send(module, q->peer, q->data, q->len, NULL, 0)) break;
+            if (OMPI_ERR_OUT_OF_RESOURCE == try_send(module, q->peer, q->data, q->len, NULL, 0)) break;
             opal_list_remove_first(&module->outq);
             OBJ_DESTRUCT(&q->super);
             free(q);
@@ -552,7 +626,7 @@ static unsigned long long pv_rdma_fin;    /* transfers followed by a counted FIN
 /* the transfer whose btl_put/btl_get call is on the stack, and whether its
  * callback counts as completion at the target */
 static ompi_osc_nbe_op_t *rdma_issuing;
-static bool rdma_issuing_remote_ok, rdma_sync_done;
+static bool rdma_issuing_remote_ok, rdma_cb_ran, rdma_sync_done;
 
 static bool btl_remote_complete(const mca_btl_base_module_t *btl)
 {
@@ -649,10 +723,18 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     (void) btl; (void) endpoint; (void) local_address; (void) local_handle; (void) context;
     ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) cbdata;
     ompi_osc_nbe_module_t *module = op->module;
+    bool in_call = op == rdma_issuing;
+    if (in_call) rdma_cb_ran = true;
+    else module->rdma_in_flight--;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        opal_output(0, "osc/nbe: RDMA transfer to %d failed (%d)", op->super.target, status);
+        /* the data did not move: no FIN (the window fails, epochs with
+         * this target cannot complete) */
+        link_failed(module, op->super.target, status);
+        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+        if (in_call) rdma_sync_done = true;   /* gone, and not counted */
+        return;
     }
-    if (op == rdma_issuing && rdma_issuing_remote_ok && OPAL_SUCCESS == status) {
+    if (in_call && rdma_issuing_remote_ok) {
         rdma_sync_done = true;
         pv_rdma_local++;
     } else {
@@ -690,7 +772,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     int rc;
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
-    rdma_sync_done = false;
+    rdma_cb_ran = rdma_sync_done = false;
     if (is_put) {
         rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                              MCA_BTL_NO_ORDER, rdma_done, module, op);
@@ -698,13 +780,15 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
         rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                              MCA_BTL_NO_ORDER, rdma_done, module, op);
     }
-    if (1 == rc && !rdma_sync_done) {
+    if (1 == rc && !rdma_cb_ran) {
         /* "complete at once" without a callback (btl.h allows it): complete it here */
         rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
     if (OPAL_SUCCESS != rc && 1 != rc) return -1;
-    /* op is gone if the callback ran */
+    /* op is gone if the callback ran; if it will run later, MPI_Win_free
+     * waits for it */
+    if (!rdma_cb_ran) module->rdma_in_flight++;
     return rdma_sync_done ? 0 : 1;
 }
 
@@ -732,6 +816,9 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (NULL == mod) {
         opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
         return;
+    }
+    if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0)) {
+        test_link_arrival((ompi_osc_nbe_module_t *) mod, hdr.src);
     }
     if (1 == des->des_segment_count) {
         buf = segs[0].seg_addr.pval;

@@ -112,6 +112,35 @@ void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code)
     ompi_osc_nbe_op_free(op);
 }
 
+void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op)
+{
+    opal_output_verbose(10, mca_osc_nbe_component.output,
+                        "osc/nbe %d: op to %d ends with an error after %zu of %zu fragments",
+                        op->module->rank, op->super.target, op->next_frag, op->nplan);
+    /* no fragment out, or one that is never answered: nothing names op */
+    if (0 == op->next_frag || 0 == op->reply_left) {
+        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+        return;
+    }
+    ompi_osc_nbe_module_t *module = op->module;
+    if (op->req) op->req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
+    nbe_op_local_done(module->engine, op->super.target);
+    request_complete(op->req);
+    op->req = NULL;
+    op->abandoned = true;
+    op->abandoned_next = module->abandoned;
+    module->abandoned = op;
+}
+
+void ompi_osc_nbe_free_abandoned(ompi_osc_nbe_module_t *module)
+{
+    while (module->abandoned) {
+        ompi_osc_nbe_op_t *op = module->abandoned;
+        module->abandoned = op->abandoned_next;
+        ompi_osc_nbe_op_free(op);
+    }
+}
+
 /* the data of op is out (put/acc) or its result arrived (get/gacc/cas) */
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 {
@@ -287,6 +316,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) (uintptr_t) hdr->cookie;
         /* the target's arrival count at reply time: a free flush ack */
         if (hdr->fence_tag) nbe_note_remote_ack(module->engine, hdr->src, hdr->fence_tag);
+        if (OPAL_UNLIKELY(op->abandoned)) return;   /* its request completed with an error */
         size_t got = paylen;
         if (OPAL_UNLIKELY(hdr->flags & NBE_AM_F_REFUSED)) {
             got = hdr->len;

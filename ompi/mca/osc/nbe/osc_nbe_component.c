@@ -195,6 +195,21 @@ static int component_register(void)
         "instead of waiting",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.test_fail_rank);
+    mca_osc_nbe_component.test_break_link = "";
+    (void) mca_base_component_var_register(c, "test_break_link",
+        "Testing only: \"A,B,N\": every window's connection between its ranks A and B breaks "
+        "after A's N-th frame to B: later frames between them fail as unreachable, and B's "
+        "window fails when that frame arrives. Shows that a permanent send error fails the "
+        "window with an error instead of a hang (empty: never)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.test_break_link);
+    mca_osc_nbe_component.test_break_after = -1;
+    if (NULL != mca_osc_nbe_component.test_break_link && '\0' != *mca_osc_nbe_component.test_break_link &&
+        3 != sscanf(mca_osc_nbe_component.test_break_link, "%d,%d,%d", &mca_osc_nbe_component.test_break_a,
+                    &mca_osc_nbe_component.test_break_b, &mca_osc_nbe_component.test_break_after)) {
+        opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\"; ignored");
+        mca_osc_nbe_component.test_break_after = -1;
+    }
 
     ompi_osc_nbe_register_uint(c, "rdma_threshold",
         "Contiguous puts of a lock or lock_all epoch of at least this many bytes use the BTL's "
@@ -354,6 +369,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
         nbe_engine_destroy(module->engine);
     }
     OBJ_DESTRUCT(&module->outq);
+    ompi_osc_nbe_free_abandoned(module);
     ompi_osc_nbe_hold_fini(module);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
@@ -487,7 +503,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     module->freeing = true;
     /* Rule 10(b): every epoch completes before the window goes away */
     while ((!failed && !nbe_engine_idle(module->engine)) || !opal_list_is_empty(&module->outq) ||
-           module->ring_npend || ompi_osc_nbe_packed_frame_open(module)) {
+           module->ring_npend || ompi_osc_nbe_packed_frame_open(module) || module->rdma_in_flight) {
         opal_progress();
         failed = 0 != nbe_engine_failed(module->engine);
     }

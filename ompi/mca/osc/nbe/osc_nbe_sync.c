@@ -53,7 +53,7 @@ static void show_once(bool *told, const char *topic)
 
 int ompi_osc_nbe_err(int nbe_rc)
 {
-    static bool told_nomem, told_peer;
+    static bool told_nomem, told_peer, told_comm;
     switch (nbe_rc) {
     case NBE_OK: return OMPI_SUCCESS;
     case NBE_ERR_SYNC: return OMPI_ERR_RMA_SYNC;
@@ -64,6 +64,9 @@ int ompi_osc_nbe_err(int nbe_rc)
         return MPI_ERR_NO_MEM;
     case NBE_ERR_PEER:
         show_once(&told_peer, "peer-failed");
+        return MPI_ERR_OTHER;
+    case NBE_ERR_COMM:
+        show_once(&told_comm, "send-failed");
         return MPI_ERR_OTHER;
     default: return OMPI_ERR_BAD_PARAM;
     }
