@@ -21,6 +21,9 @@ typedef struct nbe_peer_info {
     int      requested;      /* the glue asked the peer for it */
     int      refused;        /* glue, target side: the error of an access of
                                 this peer refused and not yet reported to it */
+    uint32_t held_frames;    /* glue: early frames of this peer held */
+    uint32_t held_pass;      /* glue: the release pass of held early frames in
+                                which a frame of this peer stayed held */
 } nbe_peer_info_t;
 
 /* a DONE from an origin: its access epoch id and the total of counted

@@ -139,6 +139,7 @@ typedef struct ompi_osc_nbe_module {
      * looked at again once it changed (a grant or epoch activation) or
      * held_recheck says a ready frame was held behind others */
     uint64_t               held_gen;
+    uint32_t               held_pass;  /* release passes (nbe_peer_info_t.held_pass) */
     bool                   held_recheck;
     bool                   freeing;
 } ompi_osc_nbe_module_t;
@@ -334,7 +335,9 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
  * (nothing counted), 1 in flight with one counted FIN to follow */
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                            uint64_t remote, size_t len, bool is_put);
-/* an unsigned MCA variable of the component, scope local */
+/* MCA variables of the component (scope local), set to value first */
+void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *name, const char *desc,
+                                  int level, const char *value, char **storage);
 void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, unsigned value, unsigned *storage);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);

@@ -667,14 +667,12 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
         "RDMA get (vader CMA) instead of an active-message request and reply, which needs the "
         "target in MPI (0: never; fence and PSCW epochs: osc_nbe_rdma_active_threshold)",
         OPAL_INFO_LVL_5, 16384, &rdma_get_threshold);
-    remote_complete_list = "vader,sm,self";
-    (void) mca_base_component_var_register(c, "rdma_remote_complete",
+    ompi_osc_nbe_register_string(c, "rdma_remote_complete",
         "Comma-separated BTL components whose RDMA put completion callback means the data is in "
         "the target's memory (single-copy shared memory). When such a put completes inside the "
         "btl_put call, osc/nbe counts it complete at the origin: no FIN frame, and flush/unlock "
         "need no round trip for it. Empty: every RDMA put is followed by a counted FIN",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
-        &remote_complete_list);
+        OPAL_INFO_LVL_6, "vader,sm,self", &remote_complete_list);
     ompi_osc_nbe_register_counter(c, "rdma_local_complete", "RDMA puts/gets that completed inside the BTL call "
                      "and were counted complete at the origin (no FIN frame)", &pv_rdma_local);
     ompi_osc_nbe_register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);

@@ -25,6 +25,15 @@ void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name,
                                            storage);
 }
 
+void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *name, const char *desc,
+                                  int level, const char *value, char **storage)
+{
+    *storage = (char *) value;
+    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0,
+                                           (mca_base_var_info_lvl_t) level, MCA_BASE_VAR_SCOPE_LOCAL,
+                                           storage);
+}
+
 static int component_register(void);
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
 static int component_finalize(void);
@@ -195,14 +204,12 @@ static int component_register(void)
         "instead of waiting",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.test_fail_rank);
-    mca_osc_nbe_component.test_break_link = "";
-    (void) mca_base_component_var_register(c, "test_break_link",
+    ompi_osc_nbe_register_string(c, "test_break_link",
         "Testing only: \"A,B,N\": every window's connection between its ranks A and B breaks "
         "after A's N-th frame to B: later frames between them fail as unreachable, and B's "
         "window fails when that frame arrives. Shows that a permanent send error fails the "
         "window with an error instead of a hang (empty: never)",
-        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.test_break_link);
+        OPAL_INFO_LVL_9, "", &mca_osc_nbe_component.test_break_link);
     mca_osc_nbe_component.test_break_after = -1;
     if (NULL != mca_osc_nbe_component.test_break_link && '\0' != *mca_osc_nbe_component.test_break_link &&
         3 != sscanf(mca_osc_nbe_component.test_break_link, "%d,%d,%d", &mca_osc_nbe_component.test_break_a,

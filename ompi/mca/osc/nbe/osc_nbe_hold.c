@@ -92,8 +92,12 @@ static bool frame_ready(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
     return true;
 }
 
-static bool holds_from(const ompi_osc_nbe_module_t *module, int src)
+/* frames of src are held: the count in src's win_traits entry, or a scan
+ * when the entry cannot be had */
+static bool holds_from(ompi_osc_nbe_module_t *module, int src)
 {
+    nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, src);
+    if (NULL != origin) return 0 != origin->held_frames;
     held_frame_t *h;
     OPAL_LIST_FOREACH (h, &module->held, held_frame_t) {
         if (h->hdr.src == src) return true;
@@ -138,6 +142,8 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
         return;
     }
     opal_list_append(&module->held, &h->super);
+    nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, hdr->src);
+    if (NULL != origin) origin->held_frames++;
     module->held_bytes += sizeof(*h) + h->paylen;
     pv_held++;
 }
@@ -170,7 +176,8 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     return hold;
 }
 
-/* an earlier held frame of the same origin (it goes first) */
+/* an earlier held frame of the same origin (it goes first): a scan, for
+ * when the origin's win_traits entry cannot be had */
 static bool held_before(const ompi_osc_nbe_module_t *module, const held_frame_t *frame)
 {
     held_frame_t *h;
@@ -182,7 +189,9 @@ static bool held_before(const ompi_osc_nbe_module_t *module, const held_frame_t 
 }
 
 /* Applies every held frame whose grant exists and that no earlier held
- * frame of its origin precedes, in arrival order. */
+ * frame of its origin precedes, in arrival order. A frame that stays marks
+ * its origin for the rest of the pass (in the origin's win_traits entry), so
+ * a pass is linear in the held frames. */
 int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
 {
     int count = 0;
@@ -195,9 +204,17 @@ int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
     module->held_gen = gen;
     module->held_recheck = false;
     module->releasing = true;
+    /* 0 is what a new entry holds: never a pass */
+    if (0 == ++module->held_pass) module->held_pass = 1;
     OPAL_LIST_FOREACH_SAFE (h, next, &module->held, held_frame_t) {
-        if (!frame_ready(module, &h->hdr, h->payload, h->paylen) || held_before(module, h)) continue;
+        nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, h->hdr.src);
+        bool blocked = NULL != origin ? origin->held_pass == module->held_pass : held_before(module, h);
+        if (blocked || !frame_ready(module, &h->hdr, h->payload, h->paylen)) {
+            if (NULL != origin) origin->held_pass = module->held_pass;
+            continue;
+        }
         opal_list_remove_item(&module->held, &h->super);
+        if (NULL != origin) origin->held_frames--;
         module->held_bytes -= sizeof(*h) + h->paylen;
         ompi_osc_nbe_apply_frame_now(module, &h->hdr, h->payload, h->paylen);
         OBJ_DESTRUCT(&h->super);
