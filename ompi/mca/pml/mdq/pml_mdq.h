@@ -58,6 +58,7 @@ typedef struct mca_pml_mdq_module {
     int match_mode;
     int match_structures;
     double match_adjust;
+    int vader_fbox_size;   /* btl_vader_fbox_size when mdq is asked for by name (0: leave it) */
     int any_source_policy;
     int free_list_num;
     int free_list_max;
