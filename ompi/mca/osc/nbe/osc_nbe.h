@@ -109,6 +109,9 @@ typedef struct ompi_osc_nbe_module {
     /* ops whose fragments could not all be sent (the window failed) but
      * may still be answered: kept, and ignored, until the window is freed */
     struct ompi_osc_nbe_op *abandoned;
+    /* ops with every fragment out that wait for replies (abandoned when
+     * the window fails: the replies may never come) */
+    struct ompi_osc_nbe_op *awaiting;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
      * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
@@ -234,6 +237,8 @@ enum { NBE_OP_PUT = 0, NBE_OP_GET, NBE_OP_ACC, NBE_OP_GACC, NBE_OP_CAS };
 typedef struct ompi_osc_nbe_op {
     nbe_op_t               super;      /* engine header: must be first */
     struct ompi_osc_nbe_op *abandoned_next;
+    struct ompi_osc_nbe_op *await_prev, *await_next;  /* module->awaiting */
+    bool                   awaiting;
     int                    type;
     ompi_osc_nbe_module_t *module;
     /* origin side */
@@ -352,6 +357,10 @@ void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code);
  * reply may still name it */
 void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_free_abandoned(ompi_osc_nbe_module_t *module);
+/* op has every fragment out and waits for replies */
+void ompi_osc_nbe_await_replies(ompi_osc_nbe_op_t *op);
+/* the window failed: ops waiting for replies end with MPI_ERR_OTHER */
+void ompi_osc_nbe_abandon_awaiting(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);
 int  ompi_osc_nbe_err(int nbe_rc);

@@ -315,23 +315,31 @@ static bool test_on_link(const ompi_osc_nbe_module_t *module, int peer, int from
             (from == c->test_break_b && to == c->test_break_a));
 }
 
+/* A counts the frames it sent to B, B those it received from A */
 static bool test_link_broken(ompi_osc_nbe_module_t *module, int peer)
 {
     const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
     if (OPAL_LIKELY(c->test_break_after < 0)) return false;
-    if (test_on_link(module, peer, c->test_break_a, c->test_break_b)) {
-        return module->test_frames_on_link++ >= (unsigned) c->test_break_after;
-    }
-    return test_on_link(module, peer, c->test_break_b, c->test_break_a) &&
+    return (test_on_link(module, peer, c->test_break_a, c->test_break_b) ||
+            test_on_link(module, peer, c->test_break_b, c->test_break_a)) &&
            module->test_frames_on_link >= (unsigned) c->test_break_after;
 }
 
-/* B's side: a frame from A arrived */
+/* A sees the break right after its N-th frame, as B does when it arrives */
+static void test_link_sent(ompi_osc_nbe_module_t *module, int peer)
+{
+    const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
+    if (test_on_link(module, peer, c->test_break_a, c->test_break_b) &&
+        ++module->test_frames_on_link >= (unsigned) c->test_break_after) {
+        link_failed(module, peer, OMPI_ERR_UNREACH);
+    }
+}
+
 static void test_link_arrival(ompi_osc_nbe_module_t *module, int src)
 {
     const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
     if (module->rank != c->test_break_b || src != c->test_break_a) return;
-    if (++module->test_frames_on_link == (unsigned) c->test_break_after) {
+    if (++module->test_frames_on_link >= (unsigned) c->test_break_after) {
         link_failed(module, src, OMPI_ERR_UNREACH);
     }
 }
@@ -344,6 +352,8 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
                  : btl_send(module, peer, hdr, hdrlen, payload, paylen);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc && OMPI_ERR_OUT_OF_RESOURCE != rc)) {
         link_failed(module, peer, rc);
+    } else if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0) && OMPI_SUCCESS == rc) {
+        test_link_sent(module, peer);
     }
     return rc;
 }
@@ -518,6 +528,8 @@ static void op_sent(ompi_osc_nbe_op_t *op)
         ompi_osc_nbe_op_local_complete(op);
     } else if (0 == op->reply_left) {
         ompi_osc_nbe_op_local_complete(op);
+    } else {
+        ompi_osc_nbe_await_replies(op);
     }
 }
 
@@ -589,8 +601,9 @@ int ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module)
     count += ompi_osc_nbe_drain(module);
     int rc = nbe_progress(module->engine);
     if (rc > 0) count += rc;   /* not a failed engine's error code */
-    if (OPAL_UNLIKELY(rc < 0) && module->failure_told < module->size) {
-        ompi_osc_nbe_tell_failure(module, false);
+    if (OPAL_UNLIKELY(rc < 0)) {
+        if (module->failure_told < module->size) ompi_osc_nbe_tell_failure(module, false);
+        ompi_osc_nbe_abandon_awaiting(module);
     }
     if (!opal_list_is_empty(&module->held)) count += ompi_osc_nbe_hold_release(module);
     if (!opal_list_is_empty(&module->outq)) count += ompi_osc_nbe_drain(module);

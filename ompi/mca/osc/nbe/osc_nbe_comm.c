@@ -104,8 +104,33 @@ static void request_complete(ompi_osc_nbe_request_t *req)
 
 /* op cannot be carried out (code: an OMPI or MPI error code): its request
  * completes with the error and the engine stops waiting for it */
+void ompi_osc_nbe_await_replies(ompi_osc_nbe_op_t *op)
+{
+    ompi_osc_nbe_module_t *module = op->module;
+    op->awaiting = true;
+    op->await_prev = NULL;
+    op->await_next = module->awaiting;
+    if (module->awaiting) module->awaiting->await_prev = op;
+    module->awaiting = op;
+}
+
+static void stop_awaiting(ompi_osc_nbe_op_t *op)
+{
+    if (OPAL_LIKELY(!op->awaiting)) return;
+    if (op->await_prev) op->await_prev->await_next = op->await_next;
+    else op->module->awaiting = op->await_next;
+    if (op->await_next) op->await_next->await_prev = op->await_prev;
+    op->awaiting = false;
+}
+
+void ompi_osc_nbe_abandon_awaiting(ompi_osc_nbe_module_t *module)
+{
+    while (module->awaiting) ompi_osc_nbe_op_abandon(module->awaiting);
+}
+
 void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code)
 {
+    stop_awaiting(op);
     if (op->req) op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(code);
     nbe_op_local_done(op->module->engine, op->super.target);
     request_complete(op->req);
@@ -117,6 +142,7 @@ void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op)
     opal_output_verbose(10, mca_osc_nbe_component.output,
                         "osc/nbe %d: op to %d ends with an error after %zu of %zu fragments",
                         op->module->rank, op->super.target, op->next_frag, op->nplan);
+    stop_awaiting(op);
     /* no fragment out, or one that is never answered: nothing names op */
     if (0 == op->next_frag || 0 == op->reply_left) {
         ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
@@ -145,6 +171,7 @@ void ompi_osc_nbe_free_abandoned(ompi_osc_nbe_module_t *module)
 void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 {
     ompi_osc_nbe_module_t *module = op->module;
+    stop_awaiting(op);
     if (op->result_alloc && !op->refused) {
         if (NBE_OP_GET == op->type) {
             opal_convertor_t conv;

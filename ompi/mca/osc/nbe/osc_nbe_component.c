@@ -206,15 +206,17 @@ static int component_register(void)
         &mca_osc_nbe_component.test_fail_rank);
     ompi_osc_nbe_register_string(c, "test_break_link",
         "Testing only: \"A,B,N\": every window's connection between its ranks A and B breaks "
-        "after A's N-th frame to B: later frames between them fail as unreachable, and B's "
-        "window fails when that frame arrives. Shows that a permanent send error fails the "
+        "right after A's N-th frame to B: later frames between them fail as unreachable, A's "
+        "window fails then and B's when that frame arrives (N >= 1). Shows that a permanent send error fails the "
         "window with an error instead of a hang (empty: never)",
         OPAL_INFO_LVL_9, "", &mca_osc_nbe_component.test_break_link);
     mca_osc_nbe_component.test_break_after = -1;
-    if (NULL != mca_osc_nbe_component.test_break_link && '\0' != *mca_osc_nbe_component.test_break_link &&
-        3 != sscanf(mca_osc_nbe_component.test_break_link, "%d,%d,%d", &mca_osc_nbe_component.test_break_a,
-                    &mca_osc_nbe_component.test_break_b, &mca_osc_nbe_component.test_break_after)) {
-        opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\"; ignored");
+    const char *spec = mca_osc_nbe_component.test_break_link;
+    if (NULL != spec && '\0' != *spec &&
+        (3 != sscanf(spec, "%d,%d,%d", &mca_osc_nbe_component.test_break_a,
+                     &mca_osc_nbe_component.test_break_b, &mca_osc_nbe_component.test_break_after) ||
+         mca_osc_nbe_component.test_break_after < 1)) {
+        opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\" with N >= 1; ignored");
         mca_osc_nbe_component.test_break_after = -1;
     }
 
@@ -514,6 +516,8 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         opal_progress();
         failed = 0 != nbe_engine_failed(module->engine);
     }
+    /* a failed window's replies may never come */
+    if (failed) ompi_osc_nbe_abandon_awaiting(module);
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
 
     opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);

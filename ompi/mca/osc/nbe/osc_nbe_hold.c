@@ -93,7 +93,9 @@ static bool frame_ready(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
 }
 
 /* frames of src are held: the count in src's win_traits entry, or a scan
- * when the entry cannot be had */
+ * for a rank outside the window (no entry). Out of memory the engine hands
+ * out a scratch entry, and the window has failed: its counts no longer
+ * matter. */
 static bool holds_from(ompi_osc_nbe_module_t *module, int src)
 {
     nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, src);
@@ -176,8 +178,8 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     return hold;
 }
 
-/* an earlier held frame of the same origin (it goes first): a scan, for
- * when the origin's win_traits entry cannot be had */
+/* an earlier held frame of the same origin (it goes first): a scan, for an
+ * origin outside the window (no win_traits entry) */
 static bool held_before(const ompi_osc_nbe_module_t *module, const held_frame_t *frame)
 {
     held_frame_t *h;

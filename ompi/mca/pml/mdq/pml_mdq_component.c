@@ -185,16 +185,17 @@ static int mca_pml_mdq_component_register(void)
                       "pml_mdq_match_structures", mdq_structure_values,
                       &mca_pml_mdq.match_structures);
 
-    /* 3.5 comes from the matching bench (docs/bench-match.md); the seed
-     * work used 2.0 */
     mca_pml_mdq.vader_fbox_size = 8192;
     mdq_register_int("vader_fbox_size",
                      "Size in bytes of vader's per-peer fast box (btl_vader_fbox_size) when mdq is "
                      "the PML asked for by name (--mca pml mdq) and btl_vader_fbox_size is not set. "
                      "vader's default of 4096 holds 42 messages of 64 B: a burst of small sends "
-                     "beyond that goes through vader's slower FIFO. 0: leave vader's setting",
+                     "beyond that goes through vader's slower FIFO. Rounded up to 32 bytes, at "
+                     "most 64 KiB; 0: leave vader's setting",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.vader_fbox_size);
 
+    /* 3.5 comes from the matching bench (docs/bench-match.md); the seed
+     * work used 2.0 */
     mca_pml_mdq.match_adjust = MDQ_MATCH_ADJUSTMENT_DEFAULT;
     (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version,
                                            "match_cutoff_adjust",
@@ -300,8 +301,13 @@ static bool mdq_asked_for(void)
     return found;
 }
 
-/* Before the BTLs start: a larger vader fast box for mdq's small messages,
- * unless the user chose one */
+/* A larger vader fast box for mdq's small messages, unless the user chose
+ * one. MPI_Init has run vader's component init already (which rounds the
+ * size to vader's 32-byte alignment), but vader allocates its fast boxes
+ * only when the pml adds the first processes: the size set here is the one
+ * they get, so it must be rounded here too. */
+#define MDQ_VADER_FBOX_ALIGN 32
+#define MDQ_VADER_FBOX_MAX   (64 * 1024)
 static void mdq_tune_vader(void)
 {
     int idx = -1;
@@ -313,6 +319,8 @@ static void mdq_tune_vader(void)
         return;
     }
     unsigned int size = (unsigned int) mca_pml_mdq.vader_fbox_size;
+    if (size > MDQ_VADER_FBOX_MAX) size = MDQ_VADER_FBOX_MAX;
+    size = (size + MDQ_VADER_FBOX_ALIGN - 1) & ~(unsigned int) (MDQ_VADER_FBOX_ALIGN - 1);
     if (OPAL_SUCCESS == mca_base_var_set_value(idx, &size, sizeof(size), MCA_BASE_VAR_SOURCE_SET,
                                                NULL)) {
         MDQ_VERBOSE(10, "pml:mdq: btl_vader_fbox_size set to %u", size);
