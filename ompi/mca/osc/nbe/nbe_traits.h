@@ -17,8 +17,8 @@ typedef struct nbe_peer_info {
     uint64_t base;
     uint64_t size;
     int64_t  disp_unit;
-    int      known;          /* filled */
-    int      requested;      /* the glue asked the peer for it */
+    uint8_t  known;          /* filled */
+    uint8_t  requested;      /* the glue asked the peer for it */
     int      refused;        /* glue, target side: the error of an access of
                                 this peer refused and not yet reported to it */
     uint32_t held_frames;    /* glue: early frames of this peer held */

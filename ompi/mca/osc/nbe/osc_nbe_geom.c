@@ -58,7 +58,7 @@ const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int 
                                 "osc/nbe %d: window %u: fetching the geometry of %d",
                                 module->rank, module->cid, peer);
         }
-        while (!*(volatile int *) &g->known) {
+        while (!*(volatile uint8_t *) &g->known) {
             opal_progress();
             if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) return NULL;
         }
