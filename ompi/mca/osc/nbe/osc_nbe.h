@@ -41,8 +41,9 @@ typedef struct ompi_osc_nbe_component {
     bool     am_registered;
     bool     progress_registered;
     int      test_fail_rank;    /* testing: windows of this rank fail at their 2nd sync */
-    char    *test_break_link;   /* testing: "A,B,N", parsed into the three below */
+    char    *test_break_link;   /* testing: "A,B,N[,late]", parsed into the four below */
     int      test_break_a, test_break_b, test_break_after;
+    bool     test_break_late;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
     opal_hash_table_t modules;     /* window id -> module */
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
@@ -302,6 +303,8 @@ void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *na
 
 /* the window a frame addresses (NULL: none with that id here) */
 ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid);
+/* osc_nbe_test_break_link "late": report the swallowed frames' failure */
+void ompi_osc_nbe_test_report_late(void);
 
 /* component / AM transport */
 int  ompi_osc_nbe_am_register(void);

@@ -48,16 +48,6 @@ size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer)
     return max - sizeof(nbe_am_hdr_t);
 }
 
-/* the BTL owns the descriptor; some BTLs (vader) always call back */
-static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                      struct mca_btl_base_descriptor_t *des, int status)
-{
-    (void) btl; (void) ep; (void) des;
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        opal_output(0, "osc/nbe: a BTL send failed (%d)", status);
-    }
-}
-
 static bool use_sendi;    /* MCA: immediate sends for frames that may overtake */
 
 /* Packing of small puts (NBE_AM_PUT_MULTI). Consecutive small put
@@ -91,6 +81,7 @@ static struct {
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen);
 
+/* peer < 0: not known (a completion callback reports the error) */
 static void link_failed(ompi_osc_nbe_module_t *module, int peer, int rc)
 {
     if (0 == nbe_engine_failed(module->engine)) {
@@ -99,6 +90,32 @@ static void link_failed(ompi_osc_nbe_module_t *module, int peer, int rc)
                             module->rank, module->cid, peer, rc);
     }
     nbe_engine_fail_comm(module->engine);
+}
+
+/* A send's completion callback finds its window by id, not by pointer: the
+ * window may be freed by the time the BTL reports (ids are never reused). */
+static void *send_token(const ompi_osc_nbe_module_t *module)
+{
+    return (void *) (uintptr_t) module->cid;
+}
+
+/* The BTL owns the descriptor; some BTLs (vader) always call back. An
+ * error here is a frame that was accepted and then lost (tcp reports a
+ * connection that broke under queued sends this way): the window fails as
+ * for a send refused at once. */
+static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                      struct mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl; (void) ep;
+    if (OPAL_LIKELY(OPAL_SUCCESS == status)) return;
+    uint32_t cid = (uint32_t) (uintptr_t) des->des_cbdata;
+    ompi_osc_nbe_module_t *module = ompi_osc_nbe_window_lookup(cid);
+    if (NULL == module) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe: a send of freed window %u failed (error %d)", cid, status);
+        return;
+    }
+    link_failed(module, -1, status);
 }
 
 /* send the open frame; OMPI_ERR_OUT_OF_RESOURCE keeps it open */
@@ -291,7 +308,7 @@ static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     if (paylen) memcpy(p + hdrlen, payload, paylen);
     des->des_segments[0].seg_len = hdrlen + paylen;
     des->des_cbfunc = send_done;
-    des->des_cbdata = NULL;
+    des->des_cbdata = send_token(module);
     rc = mca_bml_base_send(bml_btl, des, (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag);
     if (OPAL_UNLIKELY(rc < 0)) {
         mca_bml_base_free(bml_btl, des);
@@ -306,7 +323,9 @@ static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
  * A and B breaks after A's N-th frame to B. A's later frames to B fail as
  * unreachable; B sees the break when that N-th frame arrives (its window
  * fails, and its frames to A fail from then on), as both ends of a broken
- * connection would. */
+ * connection would. With ",late", A's sends do not fail: the N-th frame and
+ * the later ones report the error through their completion callback (from
+ * the next progress call), and the later ones are lost. */
 static bool test_on_link(const ompi_osc_nbe_module_t *module, int peer, int from, int to)
 {
     const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
@@ -325,13 +344,37 @@ static bool test_link_broken(ompi_osc_nbe_module_t *module, int peer)
            module->test_frames_on_link >= (unsigned) c->test_break_after;
 }
 
+/* a failed completion still to report (",late") */
+static bool test_late_pending;
+static void *test_late_token;
+
+void ompi_osc_nbe_test_report_late(void)
+{
+    if (!test_late_pending) return;
+    test_late_pending = false;
+    mca_btl_base_descriptor_t des;
+    memset(&des, 0, sizeof(des));
+    des.des_cbdata = test_late_token;
+    send_done(NULL, NULL, &des, OPAL_ERR_UNREACH);
+}
+
+static void test_link_lost(ompi_osc_nbe_module_t *module, int peer)
+{
+    if (mca_osc_nbe_component.test_break_late) {
+        test_late_token = send_token(module);
+        test_late_pending = true;
+    } else {
+        link_failed(module, peer, OMPI_ERR_UNREACH);
+    }
+}
+
 /* A sees the break right after its N-th frame, as B does when it arrives */
 static void test_link_sent(ompi_osc_nbe_module_t *module, int peer)
 {
     const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
     if (test_on_link(module, peer, c->test_break_a, c->test_break_b) &&
         ++module->test_frames_on_link >= (unsigned) c->test_break_after) {
-        link_failed(module, peer, OMPI_ERR_UNREACH);
+        test_link_lost(module, peer);
     }
 }
 
@@ -344,11 +387,19 @@ static void test_link_arrival(ompi_osc_nbe_module_t *module, int src)
     }
 }
 
+/* a frame on a broken link: refused at once, or (",late" on A) accepted and
+ * lost (test_link_sent then reports it late) */
+static int test_send_broken(const ompi_osc_nbe_module_t *module)
+{
+    const ompi_osc_nbe_component_t *c = &mca_osc_nbe_component;
+    return c->test_break_late && module->rank == c->test_break_a ? OMPI_SUCCESS : OMPI_ERR_UNREACH;
+}
+
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
     int rc = OPAL_UNLIKELY(test_link_broken(module, peer))
-                 ? OMPI_ERR_UNREACH
+                 ? test_send_broken(module)
                  : btl_send(module, peer, hdr, hdrlen, payload, paylen);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc && OMPI_ERR_OUT_OF_RESOURCE != rc)) {
         link_failed(module, peer, rc);

@@ -207,17 +207,27 @@ static int component_register(void)
     ompi_osc_nbe_register_string(c, "test_break_link",
         "Testing only: \"A,B,N\": every window's connection between its ranks A and B breaks "
         "right after A's N-th frame to B: later frames between them fail as unreachable, A's "
-        "window fails then and B's when that frame arrives (N >= 1). Shows that a permanent send error fails the "
-        "window with an error instead of a hang (empty: never)",
+        "window fails then and B's when that frame arrives (N >= 1). \"A,B,N,late\": A's later "
+        "frames to B are accepted and lost, and the failure reaches A's window only through a "
+        "send completion callback with an error, as a BTL reports a connection that broke under "
+        "queued sends. Shows that a permanent send error fails the window with an error instead "
+        "of a hang (empty: never)",
         OPAL_INFO_LVL_9, "", &mca_osc_nbe_component.test_break_link);
     mca_osc_nbe_component.test_break_after = -1;
+    mca_osc_nbe_component.test_break_late = false;
     const char *spec = mca_osc_nbe_component.test_break_link;
-    if (NULL != spec && '\0' != *spec &&
-        (3 != sscanf(spec, "%d,%d,%d", &mca_osc_nbe_component.test_break_a,
-                     &mca_osc_nbe_component.test_break_b, &mca_osc_nbe_component.test_break_after) ||
-         mca_osc_nbe_component.test_break_after < 1)) {
-        opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\" with N >= 1; ignored");
-        mca_osc_nbe_component.test_break_after = -1;
+    if (NULL != spec && '\0' != *spec) {
+        char mode[8] = "";
+        int n = sscanf(spec, "%d,%d,%d,%7s", &mca_osc_nbe_component.test_break_a,
+                       &mca_osc_nbe_component.test_break_b,
+                       &mca_osc_nbe_component.test_break_after, mode);
+        if ((3 != n && !(4 == n && 0 == strcmp(mode, "late"))) ||
+            mca_osc_nbe_component.test_break_after < 1) {
+            opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\" or \"A,B,N,late\" "
+                           "with N >= 1; ignored");
+            mca_osc_nbe_component.test_break_after = -1;
+        }
+        mca_osc_nbe_component.test_break_late = 4 == n;
     }
 
     ompi_osc_nbe_register_uint(c, "rdma_threshold",
@@ -316,6 +326,7 @@ static int component_progress(void)
         module = (ompi_osc_nbe_module_t *) ((char *) item - offsetof(ompi_osc_nbe_module_t, list_item));
         count += ompi_osc_nbe_progress_module(module);
     }
+    if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0)) ompi_osc_nbe_test_report_late();
     return count;
 }
 

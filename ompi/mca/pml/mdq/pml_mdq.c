@@ -9,6 +9,7 @@
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/runtime/opal_progress.h"
+#include "opal/util/error.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 #include "ompi/mca/bml/base/base.h"
@@ -378,8 +379,8 @@ void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t 
     }
     if (NULL == nf || NULL == nf->frag) {
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.comms_lock);
-        opal_output(0, "pml:mdq: out of memory holding a message for communicator %u", cid);
-        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+        mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE,
+                          "out of memory holding a message for a communicator not created yet");
         return;
     }
     opal_list_append(&mca_pml_mdq.nocomm_frags, &nf->super);
@@ -493,13 +494,24 @@ void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item)
     OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
 }
 
-void mca_pml_mdq_des_noop(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+/* Like Open MPI's other PMLs, mdq cannot recover a lost message or a
+ * failed transfer: it says why and ends the job. */
+void mca_pml_mdq_fatal(int rc, const char *what)
+{
+    opal_show_help("help-mpi-pml-mdq.txt", "fatal", true, ompi_process_info.nodename, what, rc,
+                   opal_strerror(rc));
+    ompi_rte_abort(rc, NULL);
+}
+
+void mca_pml_mdq_ctl_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_base_descriptor_t *des, int status)
 {
     (void) btl;
     (void) ep;
     (void) des;
-    (void) status;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        mca_pml_mdq_fatal(status, "a BTL lost a control message");
+    }
 }
 
 static int mdq_try_send_ctl(mca_bml_base_btl_t *bml_btl, uint8_t tag, const void *hdr, size_t size)
@@ -524,7 +536,7 @@ static int mdq_try_send_ctl(mca_bml_base_btl_t *bml_btl, uint8_t tag, const void
     }
     memcpy(des->des_segments[0].seg_addr.pval, hdr, size);
     des->des_segments[0].seg_len = size;
-    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
+    des->des_cbfunc = mca_pml_mdq_ctl_sent; /* some BTLs (tcp) always call it */
     rc = mca_bml_base_send(bml_btl, des, tag);
     if (rc < 0) {
         mca_bml_base_free(bml_btl, des);

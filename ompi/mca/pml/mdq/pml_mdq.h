@@ -234,8 +234,10 @@ void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
 void mca_pml_mdq_progress_pending(void);
 
 /* completion callback for descriptors that need no action */
-void mca_pml_mdq_des_noop(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+void mca_pml_mdq_ctl_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_base_descriptor_t *des, int status);
+/* print why (help text) and end the job: a transport failure or no memory */
+void mca_pml_mdq_fatal(int rc, const char *what) __opal_attribute_noreturn__;
 
 /* BTL receive callbacks */
 void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,

@@ -199,8 +199,7 @@ static void mdq_get_done(mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
     (void) local_handle;
     (void) context;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        opal_output(0, "pml:mdq: RDMA get failed (%d)", status);
-        ompi_rte_abort(status, NULL);
+        mca_pml_mdq_fatal(status, "an RDMA get failed");
     }
     if (0 == OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, -1)) {
         mdq_rget_finished(req);
@@ -264,8 +263,7 @@ int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
                 mdq_recv_request_pipeline(req);
                 return OMPI_SUCCESS;
             }
-            opal_output(0, "pml:mdq: RDMA get failed to start (%d)", rc);
-            ompi_rte_abort(rc, NULL);
+            mca_pml_mdq_fatal(rc, "an RDMA get failed to start");
         }
         req->offset += size;
     }
@@ -344,8 +342,7 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     req->offset = 0;
     req->rdma_pending = 1; /* scheduling reference */
     if (OPAL_UNLIKELY(NULL == req->ep)) {
-        opal_output(0, "pml:mdq: no endpoint for rank %d", rts->m.src);
-        ompi_rte_abort(OMPI_ERR_UNREACH, NULL);
+        mca_pml_mdq_fatal(OMPI_ERR_UNREACH, "no endpoint to the sender of a rendezvous message");
         return;
     }
     if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
@@ -403,8 +400,7 @@ static void mdq_queue_unexpected(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t
     if (NULL == frag) {
         frag = mca_pml_mdq_frag_copy(msg, hdr_size);
         if (OPAL_UNLIKELY(NULL == frag)) {
-            opal_output(0, "pml:mdq: out of memory queueing an unexpected message");
-            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory queueing an unexpected message");
             return;
         }
     }
@@ -449,7 +445,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     }
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
     if (OPAL_UNLIKELY(NULL == peer)) {
-        ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+        mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a new peer's state");
         return;
     }
 
@@ -459,7 +455,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         mca_pml_mdq_frag_t *frag = NULL != owned ? owned : mca_pml_mdq_frag_copy(msg, hdr_size);
         if (OPAL_UNLIKELY(NULL == frag)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
-            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory holding an early message");
             return;
         }
         opal_list_append(&peer->held, &frag->super.super);
@@ -711,8 +707,7 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
         as = mca_pml_mdq_frag_alloc(total);
         if (OPAL_UNLIKELY(NULL == as)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
-            opal_output(0, "pml:mdq: out of memory assembling a medium message");
-            ompi_rte_abort(OMPI_ERR_OUT_OF_RESOURCE, NULL);
+            mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory assembling a medium message");
             return;
         }
         as->type = MDQ_TAG_MEDIUM;

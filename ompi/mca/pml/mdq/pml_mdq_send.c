@@ -141,7 +141,7 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         memcpy(dst + hsize, data, size);
     }
     des->des_segments[0].seg_len = hsize + size;
-    des->des_cbfunc = mca_pml_mdq_des_noop; /* some BTLs (tcp) always call it */
+    des->des_cbfunc = mca_pml_mdq_ctl_sent; /* some BTLs (tcp) always call it */
     MDQ_VERBOSE(20, "pml:mdq: %zu bytes (tag %u) copied into a descriptor", hsize + size,
                 (unsigned) tag);
     rc = mca_bml_base_send(bml_btl, des, tag);
@@ -266,7 +266,9 @@ static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
     mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) des->des_cbdata;
     (void) btl;
     (void) ep;
-    (void) status;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        mca_pml_mdq_fatal(status, "a BTL lost a message fragment");
+    }
     OPAL_THREAD_ADD_FETCH32(&sendreq->outstanding, -1);
     if (sendreq->offset < sendreq->length) {
         mca_pml_mdq_send_request_schedule(sendreq);
@@ -408,8 +410,7 @@ static void mdq_put_done(mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
     (void) local_handle;
     (void) context;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        opal_output(0, "pml:mdq: RDMA put failed (%d)", status);
-        ompi_rte_abort(status, NULL);
+        mca_pml_mdq_fatal(status, "an RDMA put failed");
     }
     if (0 == OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1)) {
         mdq_puts_finished(sendreq);
@@ -447,8 +448,7 @@ static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_schedule
             if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
-            opal_output(0, "pml:mdq: RDMA put failed to start (%d)", rc);
-            ompi_rte_abort(rc, NULL);
+            mca_pml_mdq_fatal(rc, "an RDMA put failed to start");
         }
         sendreq->offset += size;
     }
