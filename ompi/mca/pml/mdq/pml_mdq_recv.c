@@ -409,12 +409,24 @@ static void mdq_queue_unexpected(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t
     mdq_match_append_unexpected(mc->queue, &frag->item, cur);
 }
 
-/* Under mc->lock: match one in-sequence message, or queue a copy of it. */
-static mca_pml_mdq_recv_request_t *mdq_match_msg(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg,
-                                                 size_t hdr_size, mca_pml_mdq_frag_t *frag)
+/* Under mc->lock: the next message in sequence from its sender. Take the
+ * posted receive it matches, or leave cur where it is to be queued, and
+ * advance the sender's sequence. */
+static mdq_match_item_t *mdq_take_next(mca_pml_mdq_comm_t *mc, mca_pml_mdq_peer_t *peer,
+                                       const mdq_hdr_match_t *hdr, mdq_match_cursor_t *cur)
+{
+    peer->expect_seq++;
+    return mdq_match_take_posted(mc->queue, hdr->src, hdr->tag, cur);
+}
+
+/* Under mc->lock: mdq_take_next, queueing the message as unexpected when
+ * nothing matches (frag: the fragment it sits in, or NULL for a copy). */
+static mca_pml_mdq_recv_request_t *mdq_match_next(mca_pml_mdq_comm_t *mc, mca_pml_mdq_peer_t *peer,
+                                                  const mca_pml_mdq_msg_t *msg, size_t hdr_size,
+                                                  mca_pml_mdq_frag_t *frag)
 {
     mdq_match_cursor_t cur;
-    mdq_match_item_t *it = mdq_match_take_posted(mc->queue, msg->hdr->src, msg->hdr->tag, &cur);
+    mdq_match_item_t *it = mdq_take_next(mc, peer, msg->hdr, &cur);
 
     if (NULL != it) {
         return MDQ_ITEM_TO_RECVREQ(it);
@@ -463,8 +475,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         OPAL_THREAD_UNLOCK(&mc->lock);
         return;
     }
-    req = mdq_match_msg(mc, msg, hdr_size, owned);
-    peer->expect_seq++;
+    req = mdq_match_next(mc, peer, msg, hdr_size, owned);
 
     while (OPAL_UNLIKELY(!opal_list_is_empty(&peer->held))) {
         mca_pml_mdq_frag_t *frag, *found = NULL;
@@ -478,11 +489,10 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
             break;
         }
         opal_list_remove_item(&peer->held, &found->super.super);
-        peer->expect_seq++;
         {
             mca_pml_mdq_msg_t fm;
             mca_pml_mdq_frag_to_msg(found, &fm);
-            found->matched = mdq_match_msg(mc, &fm, 0, found);
+            found->matched = mdq_match_next(mc, peer, &fm, 0, found);
         }
         if (NULL != found->matched) {
             if (!have_ready) {
@@ -541,17 +551,16 @@ static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_
     msg->iov_count = n;
 }
 
-/* The common small message, without a message descriptor: an eager message
- * in one segment, next in sequence from its sender (nothing held), for a
- * posted contiguous receive, or queued as unexpected. The same steps as
- * mca_pml_mdq_recv_matched_arrival + mca_pml_mdq_recv_request_deliver +
- * mdq_recv_unpack for that case only (a change to eager delivery there must
- * be made here too); false (nothing done) for anything else. */
+/* The common small message, without building a message descriptor unless
+ * it is queued: an eager message in one segment, next in sequence from its
+ * sender (nothing held), delivered straight into a posted contiguous
+ * receive. false (nothing done) for anything else, which takes
+ * mca_pml_mdq_recv_matched_arrival. The copy is mdq_recv_unpack's
+ * contiguous case. */
 static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
                            const mca_btl_base_descriptor_t *des)
 {
     const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
-    size_t len;
     mca_pml_mdq_recv_request_t *req;
     mca_pml_mdq_peer_t *peer;
     mdq_match_cursor_t cur;
@@ -562,7 +571,6 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
                       || hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
         return false;
     }
-    len = des->des_segments[0].seg_len - sizeof(*hdr);
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
     if (OPAL_UNLIKELY(NULL == peer)) {
         return false;
@@ -572,17 +580,15 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
         OPAL_THREAD_UNLOCK(&mc->lock);
         return false;
     }
-    it = mdq_match_take_posted(mc->queue, hdr->src, hdr->tag, &cur);
+    it = mdq_take_next(mc, peer, hdr, &cur);
     if (NULL == it) {
         mca_pml_mdq_msg_t msg;
         msg.hdr = hdr;
         mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
         mdq_queue_unexpected(mc, &msg, sizeof(*hdr), NULL, &cur);
-        peer->expect_seq++;
         OPAL_THREAD_UNLOCK(&mc->lock);
         return true;
     }
-    peer->expect_seq++;
     OPAL_THREAD_UNLOCK(&mc->lock);
 
     req = MDQ_ITEM_TO_RECVREQ(it);
@@ -596,7 +602,7 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     st = &req->req_recv.req_base.req_ompi.req_status;
     st->MPI_SOURCE = hdr->src;
     st->MPI_TAG = hdr->tag;
-    mdq_recv_set_truncation(req, len);
+    mdq_recv_set_truncation(req, des->des_segments[0].seg_len - sizeof(*hdr));
     if (OPAL_LIKELY(req->length > 0)) {
         memcpy(req->base, (const char *) (hdr + 1), req->length);
     }
