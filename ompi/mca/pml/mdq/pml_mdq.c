@@ -503,6 +503,21 @@ void mca_pml_mdq_fatal(int rc, const char *what)
     ompi_rte_abort(rc, NULL);
 }
 
+/* Retry a send request from progress once the BTL has resources. A request
+ * already waiting there stays once: a fragment completion may schedule it
+ * (and see the BTL busy again) while it waits, and an opal list item must
+ * not be appended twice. */
+void mca_pml_mdq_send_request_defer(mca_pml_mdq_send_request_t *sendreq)
+{
+    OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
+    if (!sendreq->deferred) {
+        sendreq->deferred = true;
+        opal_list_append(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
+        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, 1);
+    }
+    OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
+}
+
 void mca_pml_mdq_ctl_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_base_descriptor_t *des, int status)
 {
@@ -601,6 +616,9 @@ void mca_pml_mdq_progress_pending(void)
         mca_pml_mdq_send_request_t *req;
         OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
         req = (mca_pml_mdq_send_request_t *) opal_list_remove_first(&mca_pml_mdq.pending_send);
+        if (NULL != req) {
+            req->deferred = false;
+        }
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
         if (NULL == req) {
             break;

@@ -65,6 +65,7 @@ typedef struct mca_pml_mdq_module {
     int free_list_inc;
     int max_outstanding_frags;
     int medium_limit; /* -1: per BTL (see mca_pml_mdq_medium_limit), 0: no medium protocol */
+    int medium_piece; /* payload bytes per medium piece, 0: as many as the BTL takes */
 
     int output;
     bool enabled;
@@ -231,6 +232,8 @@ void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t 
 int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
                          const void *hdr, size_t size);
 void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
+struct mca_pml_mdq_send_request;
+void mca_pml_mdq_send_request_defer(struct mca_pml_mdq_send_request *sendreq);
 void mca_pml_mdq_progress_pending(void);
 
 /* completion callback for descriptors that need no action */
@@ -286,6 +289,16 @@ static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
     return btl->btl_max_send_size > sizeof(mdq_hdr_medium_t)
                ? btl->btl_max_send_size - sizeof(mdq_hdr_medium_t)
                : 0;
+}
+
+/* payload of one medium piece with a header of hsize bytes on this BTL */
+static inline size_t mca_pml_mdq_medium_piece_max(const mca_btl_base_module_t *btl, size_t hsize)
+{
+    size_t max = btl->btl_max_send_size > hsize ? btl->btl_max_send_size - hsize : 0;
+    if (mca_pml_mdq.medium_piece > 0 && (size_t) mca_pml_mdq.medium_piece < max) {
+        max = (size_t) mca_pml_mdq.medium_piece;
+    }
+    return max;
 }
 
 #define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)

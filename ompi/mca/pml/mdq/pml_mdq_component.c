@@ -239,6 +239,15 @@ static int mca_pml_mdq_component_register(void)
                      "0: no medium protocol (rendezvous right above the eager limit)",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.medium_limit);
 
+    mca_pml_mdq.medium_piece = 0;
+    mdq_register_int("medium_piece_size",
+                     "Payload bytes per piece of a medium message (0: as many as the BTL's max "
+                     "send size takes, so that with the default pml_mdq_medium_limit every medium "
+                     "message is one piece). A receive posted when the first of several pieces "
+                     "arrives takes each piece straight into its buffer; others are assembled. "
+                     "Smaller pieces were slower at 2-32 KiB on vader (docs/bench-pt2pt.md)",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.medium_piece);
+
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
                            "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
     mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "

@@ -180,6 +180,31 @@ static mca_bml_base_endpoint_t *mdq_recv_peer_ep(mca_pml_mdq_recv_request_t *req
     return NULL == proc ? NULL : mca_bml_base_get_endpoint(proc);
 }
 
+/* One piece of a message being streamed into req, in any order with the
+ * others (pipeline fragments, medium pieces delivered directly). */
+static void mdq_recv_unpack_piece(mca_pml_mdq_recv_request_t *req, const struct iovec *src,
+                                  uint32_t count, size_t offset_in_msg)
+{
+    if (req->contig) {
+        mdq_recv_unpack(req, src, count, offset_in_msg);
+        return;
+    }
+    /* the convertor is stateful: one piece at a time */
+    OPAL_THREAD_LOCK(&req->mc->lock);
+    mdq_recv_unpack(req, src, count, offset_in_msg);
+    OPAL_THREAD_UNLOCK(&req->mc->lock);
+}
+
+/* synchronous send: tell the sender its message matched */
+static void mdq_recv_ack_sync(mca_pml_mdq_recv_request_t *req, int src, uint64_t sreq)
+{
+    mdq_hdr_ack_t ack = {.sreq = sreq};
+    mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, src);
+    if (OPAL_LIKELY(NULL != ep)) {
+        (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+    }
+}
+
 static void mdq_rget_finished(mca_pml_mdq_recv_request_t *req)
 {
     mdq_hdr_ack_t ack = {.sreq = req->sreq};
@@ -375,14 +400,9 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
     }
     if (OPAL_UNLIKELY(MDQ_TAG_EAGER_SYNC == msg->type
                       || (MDQ_TAG_MEDIUM == msg->type && (msg->hdr->flags & MDQ_HDR_F_SYNC)))) {
-        /* synchronous send: tell the sender we matched */
-        mdq_hdr_ack_t ack = {.sreq = MDQ_TAG_MEDIUM == msg->type
-                                         ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
-                                         : ((const mdq_hdr_sync_t *) msg->hdr)->sreq};
-        mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, msg->hdr->src);
-        if (OPAL_LIKELY(NULL != ep)) {
-            (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
-        }
+        mdq_recv_ack_sync(req, msg->hdr->src,
+                          MDQ_TAG_MEDIUM == msg->type ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
+                                                      : ((const mdq_hdr_sync_t *) msg->hdr)->sreq);
     }
     mdq_recv_set_truncation(req, msg->len);
     mdq_recv_unpack(req, msg->iov, msg->iov_count, 0);
@@ -682,6 +702,67 @@ void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
  * whichever piece comes first) and the complete message then takes the
  * normal matched-arrival path, so ordering, matching, probe and truncation
  * work as for eager messages. */
+/* Under mc->lock: the first piece of a medium message of several pieces,
+ * arrived before any other. When it is next in sequence from its sender and
+ * matches a posted receive, the receive takes the message now and every
+ * piece is copied straight into it (the receiver copies piece k while the
+ * sender still copies piece k+1). Returns the tracker that maps the
+ * message's pieces to the receive, or NULL: the pieces are assembled and
+ * the message matched once complete. */
+static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_pml_mdq_peer_t *peer,
+                                                   const mdq_hdr_medium_t *mh)
+{
+    mdq_match_cursor_t cur;
+    mdq_match_item_t *it;
+    mca_pml_mdq_recv_request_t *req;
+    mca_pml_mdq_frag_t *tracker;
+
+    if (NULL == peer || mh->m.seq != peer->expect_seq || !opal_list_is_empty(&peer->held)) {
+        return NULL;
+    }
+    tracker = mca_pml_mdq_frag_alloc(0);
+    if (OPAL_UNLIKELY(NULL == tracker)) {
+        return NULL;
+    }
+    it = mdq_take_next(mc, peer, &mh->m, &cur);
+    if (NULL == it) {
+        /* not matched: undo the sequence step, assemble as before */
+        peer->expect_seq--;
+        mca_pml_mdq_frag_release(tracker);
+        return NULL;
+    }
+    req = MDQ_ITEM_TO_RECVREQ(it);
+    req->req_recv.req_base.req_ompi.req_status.MPI_SOURCE = mh->m.src;
+    req->req_recv.req_base.req_ompi.req_status.MPI_TAG = mh->m.tag;
+    mdq_recv_set_truncation(req, mh->length);
+    tracker->matched = req;
+    tracker->msreq = mh->sreq;
+    tracker->mseq = mh->m.seq;
+    tracker->msrc = mh->m.src;
+    tracker->arrived = 0;
+    opal_list_append(&mc->medium, &tracker->super.super);
+    return tracker;
+}
+
+/* A piece of a medium message that a receive took at its first piece */
+static void mdq_medium_piece_direct(mca_pml_mdq_comm_t *mc, mca_pml_mdq_frag_t *tracker,
+                                    const mca_pml_mdq_msg_t *msg, size_t offset, size_t total)
+{
+    mca_pml_mdq_recv_request_t *req = tracker->matched;
+
+    mdq_recv_unpack_piece(req, msg->iov, msg->iov_count, offset);
+    /* the piece that completes the message is the last to use the tracker */
+    if (OPAL_THREAD_ADD_FETCH_SIZE_T(&tracker->arrived, msg->len) != total) {
+        return;
+    }
+    OPAL_THREAD_LOCK(&mc->lock);
+    opal_list_remove_item(&mc->medium, &tracker->super.super);
+    OPAL_THREAD_UNLOCK(&mc->lock);
+    tracker->matched = NULL;
+    mca_pml_mdq_frag_release(tracker);
+    mca_pml_mdq_recv_request_event_done(req);
+}
+
 void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg)
 {
     bool first = MDQ_TAG_MEDIUM == msg->type;
@@ -692,6 +773,7 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     uint16_t seq = first ? mh->m.seq : fh->seq;
     size_t total = first ? mh->length : fh->length;
     size_t offset = first ? 0 : fh->offset;
+    mca_pml_mdq_peer_t *peer = NULL;
     mca_pml_mdq_frag_t *as = NULL, *f;
     unsigned char *dst;
     bool complete;
@@ -702,12 +784,26 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
                     "bytes) on cid %u", src, offset, msg->len, total, mc->cid);
         return;
     }
+    if (first) {
+        peer = mca_pml_mdq_peer_get(mc, src);
+    }
     OPAL_THREAD_LOCK(&mc->lock);
     OPAL_LIST_FOREACH (f, &mc->medium, mca_pml_mdq_frag_t) {
         if (f->msreq == sreq && f->mseq == seq && f->msrc == src) {
             as = f;
             break;
         }
+    }
+    if (NULL == as && first) {
+        as = mdq_medium_start_direct(mc, peer, mh);
+    }
+    if (NULL != as && NULL != as->matched) {
+        OPAL_THREAD_UNLOCK(&mc->lock);
+        if (first && (mh->m.flags & MDQ_HDR_F_SYNC)) {
+            mdq_recv_ack_sync(as->matched, src, sreq);
+        }
+        mdq_medium_piece_direct(mc, as, msg, offset, total);
+        return;
     }
     if (NULL == as) {
         as = mca_pml_mdq_frag_alloc(total);
@@ -762,14 +858,7 @@ void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (fh->offset + bytes > req->length) {
         bytes = fh->offset < req->length ? req->length - fh->offset : 0;
     }
-    if (req->contig) {
-        mdq_recv_unpack(req, msg.iov, msg.iov_count, fh->offset);
-    } else {
-        /* the convertor is stateful: one fragment at a time */
-        OPAL_THREAD_LOCK(&req->mc->lock);
-        mdq_recv_unpack(req, msg.iov, msg.iov_count, fh->offset);
-        OPAL_THREAD_UNLOCK(&req->mc->lock);
-    }
+    mdq_recv_unpack_piece(req, msg.iov, msg.iov_count, fh->offset);
     if (OPAL_THREAD_ADD_FETCH_SIZE_T(&req->received, bytes) == req->length) {
         mca_pml_mdq_recv_request_event_done(req);
     }

@@ -37,6 +37,7 @@ typedef struct mca_pml_mdq_send_request {
     volatile int32_t rdma_pending; /* puts in flight + 1 while scheduling */
     volatile int32_t sched;        /* re-entrancy guard of schedule() */
     int32_t pending_op;
+    bool deferred;                 /* on mca_pml_mdq.pending_send (under pending_lock) */
     bool seq_set;                   /* seq preassigned by a failed inline send */
     uint16_t seq;
     uint8_t protocol;               /* MDQ_TAG_EAGER, MDQ_TAG_EAGER_SYNC or MDQ_TAG_RTS */

@@ -343,7 +343,11 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         btl = bml_btl->btl;
         hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (size > btl->btl_max_send_size - hsize) {
+        if (MDQ_TAG_FRAG != tag) {
+            if (size > mca_pml_mdq_medium_piece_max(btl, hsize)) {
+                size = mca_pml_mdq_medium_piece_max(btl, hsize);
+            }
+        } else if (size > btl->btl_max_send_size - hsize) {
             size = btl->btl_max_send_size - hsize;
         }
         if (conv->bConverted != sendreq->offset) {
@@ -506,7 +510,7 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
         }
         if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
             (void) OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
-            mca_pml_mdq_pending_add(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
+            mca_pml_mdq_send_request_defer(sendreq);
             break;
         }
     } while (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -prev) > 0);
@@ -574,6 +578,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     sendreq->outstanding = 0;
     sendreq->rdma_pending = 0;
     sendreq->sched = 0;
+    sendreq->deferred = false;
     sendreq->pending_op = MDQ_PENDING_START;
 
     bml_btl = mca_bml_base_btl_array_get_index(&sendreq->ep->btl_eager, 0);
@@ -731,7 +736,7 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     }
     if (size + hsize > btl->btl_eager_limit) {
         if (size > mca_pml_mdq_medium_limit(btl)
-            || size + sizeof(mdq_hdr_medium_t) > btl->btl_max_send_size) {
+            || size > mca_pml_mdq_medium_piece_max(btl, sizeof(mdq_hdr_medium_t))) {
             return OMPI_ERR_NOT_AVAILABLE;
         }
         /* one-piece medium: the message id is only needed for several pieces */
