@@ -142,6 +142,7 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len)
     frag->len = len;
     frag->heap = false;
     frag->big = NULL;
+    frag->matched = NULL; /* a medium entry with matched set is a direct delivery */
     if (len > mca_pml_mdq.max_eager) {
         if (len <= mca_pml_mdq.big_buf_size) {
             frag->big = opal_free_list_get(&mca_pml_mdq.big_bufs); /* NULL once MAX are out */

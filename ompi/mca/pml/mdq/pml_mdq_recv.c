@@ -697,11 +697,6 @@ void mca_pml_mdq_cb_mfrag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     mca_pml_mdq_medium_piece(mc, &msg);
 }
 
-/* One piece of a medium message that needs several. Pieces are collected
- * in an assembly fragment (keyed by sender request and sequence, created by
- * whichever piece comes first) and the complete message then takes the
- * normal matched-arrival path, so ordering, matching, probe and truncation
- * work as for eager messages. */
 /* Under mc->lock: the first piece of a medium message of several pieces,
  * arrived before any other. When it is next in sequence from its sender and
  * matches a posted receive, the receive takes the message now and every
@@ -763,6 +758,13 @@ static void mdq_medium_piece_direct(mca_pml_mdq_comm_t *mc, mca_pml_mdq_frag_t *
     mca_pml_mdq_recv_request_event_done(req);
 }
 
+/* One piece of a medium message that needs several. A receive posted when
+ * the first piece arrives takes the pieces directly (above). Otherwise the
+ * pieces are collected in an assembly fragment (keyed by sender request
+ * and sequence, created by whichever piece comes first) and the complete
+ * message then takes the normal matched-arrival path, so ordering,
+ * matching, probe and truncation work as for eager messages. Both kinds of
+ * entry sit on mc->medium; a direct one has matched set. */
 void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg)
 {
     bool first = MDQ_TAG_MEDIUM == msg->type;
