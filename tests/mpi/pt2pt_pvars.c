@@ -1,8 +1,11 @@
 /*
  * pml/mdq MPI_T performance variables: queue lengths follow posted and
  * unexpected messages, match attempts grow, and the protocol counters count
- * eager and rendezvous (RGET/RPUT/pipeline) messages.
+ * eager and rendezvous (RGET/RPUT/pipeline) messages. Run with
+ * pml_mdq_medium_piece_size 4096 on vader, it also checks that a medium
+ * message of several pieces goes straight into a receive posted before it.
  */
+#include <stdlib.h>
 #include "mdq_pvar.h"
 
 #define find_pvar mdq_pvar_find
@@ -10,7 +13,7 @@
 
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe, medium, nocomm;
+    MPI_T_pvar_handle posted, unexp, attempts, eager, rget, rput, pipe, medium, nocomm, direct;
     unsigned long long e0, a0, rndv0, rndv1;
     test_init(&argc, &argv);
     if (nprocs < 2) { fprintf(stderr, "needs 2 ranks\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
@@ -19,7 +22,8 @@ int main(int argc, char **argv)
         || find_pvar("pml_mdq_match_attempts", &attempts) || find_pvar("pml_mdq_eager_messages", &eager)
         || find_pvar("pml_mdq_rget_messages", &rget) || find_pvar("pml_mdq_rput_messages", &rput)
         || find_pvar("pml_mdq_pipeline_messages", &pipe) || find_pvar("pml_mdq_medium_messages", &medium)
-        || find_pvar("pml_mdq_held_nocomm", &nocomm)) {
+        || find_pvar("pml_mdq_held_nocomm", &nocomm)
+        || find_pvar("pml_mdq_medium_direct_messages", &direct)) {
         return test_finish();
     }
 
@@ -97,6 +101,32 @@ int main(int argc, char **argv)
             MPI_Recv(buf, 100000, MPI_CHAR, 1, 71, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
         (void) rd(nocomm);
+        free(buf);
+    }
+    /* direct medium delivery (receiver): 20000 B is five 4 KiB pieces on
+     * vader; the receive is posted before the first piece can arrive */
+    if (NULL != getenv("OMPI_MCA_pml_mdq_medium_piece_size")) {
+        unsigned long long d0 = rd(direct);
+        unsigned char *buf = malloc(20000);
+        MPI_Request rq;
+        if (0 == rank) {
+            memset(buf, 0, 20000);
+            MPI_Irecv(buf, 20000, MPI_BYTE, 1, 72, MPI_COMM_WORLD, &rq);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            CHECK(rd(direct) >= d0 + 1, "direct medium counter %llu after a posted 20000 B receive "
+                  "(before %llu)", rd(direct), d0);
+            for (int i = 0; i < 20000; i++) {
+                if (buf[i] != (unsigned char) (i * 7 + 3)) {
+                    CHECK(0, "direct medium payload differs at byte %d", i);
+                    break;
+                }
+            }
+        } else {
+            for (int i = 0; i < 20000; i++) buf[i] = (unsigned char) (i * 7 + 3);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (1 == rank) MPI_Send(buf, 20000, MPI_BYTE, 0, 72, MPI_COMM_WORLD);
+        }
         free(buf);
     }
     mdq_pvar_fini();

@@ -505,9 +505,9 @@ void mca_pml_mdq_fatal(int rc, const char *what)
 }
 
 /* Retry a send request from progress once the BTL has resources. A request
- * already waiting there stays once: a fragment completion may schedule it
- * (and see the BTL busy again) while it waits, and an opal list item must
- * not be appended twice. */
+ * is listed at most once (an opal list item must not be appended twice),
+ * and leaves the list whenever it is scheduled otherwise (a fragment
+ * completion may finish it, and it must not complete while listed). */
 void mca_pml_mdq_send_request_defer(mca_pml_mdq_send_request_t *sendreq)
 {
     OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
@@ -519,14 +519,39 @@ void mca_pml_mdq_send_request_defer(mca_pml_mdq_send_request_t *sendreq)
     OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
 }
 
-void mca_pml_mdq_ctl_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+void mca_pml_mdq_send_request_undefer(mca_pml_mdq_send_request_t *sendreq)
+{
+    OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
+    if (sendreq->deferred) {
+        sendreq->deferred = false;
+        opal_list_remove_item(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
+        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, -1);
+    }
+    OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
+}
+
+/* A BTL send's return code: busy is retried later (OMPI_ERR_OUT_OF_RESOURCE),
+ * anything else loses the message for good and ends the job. */
+int mca_pml_mdq_send_rc(int rc, const char *what)
+{
+    if (OPAL_LIKELY(rc >= 0)) {
+        return OMPI_SUCCESS;
+    }
+    if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc
+        || OPAL_ERR_RESOURCE_BUSY == rc) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    mca_pml_mdq_fatal(rc, what);
+}
+
+void mca_pml_mdq_des_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_base_descriptor_t *des, int status)
 {
     (void) btl;
     (void) ep;
     (void) des;
     if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        mca_pml_mdq_fatal(status, "a BTL lost a control message");
+        mca_pml_mdq_fatal(status, "a BTL lost a message");
     }
 }
 
@@ -552,13 +577,12 @@ static int mdq_try_send_ctl(mca_bml_base_btl_t *bml_btl, uint8_t tag, const void
     }
     memcpy(des->des_segments[0].seg_addr.pval, hdr, size);
     des->des_segments[0].seg_len = size;
-    des->des_cbfunc = mca_pml_mdq_ctl_sent; /* some BTLs (tcp) always call it */
+    des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
     rc = mca_bml_base_send(bml_btl, des, tag);
     if (rc < 0) {
         mca_bml_base_free(bml_btl, des);
-        return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    return OMPI_SUCCESS;
+    return mca_pml_mdq_send_rc(rc, "a BTL refused a control message");
 }
 
 int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,

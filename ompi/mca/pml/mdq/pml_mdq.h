@@ -41,6 +41,7 @@ enum {
 typedef struct mca_pml_mdq_counters {
     unsigned long long eager;
     unsigned long long medium;
+    unsigned long long medium_direct; /* received: pieces taken by a receive posted at the first */
     unsigned long long rget;
     unsigned long long rput;
     unsigned long long pipeline;
@@ -234,10 +235,12 @@ int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_bt
 void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
 struct mca_pml_mdq_send_request;
 void mca_pml_mdq_send_request_defer(struct mca_pml_mdq_send_request *sendreq);
+void mca_pml_mdq_send_request_undefer(struct mca_pml_mdq_send_request *sendreq);
+int mca_pml_mdq_send_rc(int rc, const char *what);
 void mca_pml_mdq_progress_pending(void);
 
 /* completion callback for descriptors that need no action */
-void mca_pml_mdq_ctl_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+void mca_pml_mdq_des_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
                           mca_btl_base_descriptor_t *des, int status);
 /* print why (help text) and end the job: a transport failure or no memory */
 void mca_pml_mdq_fatal(int rc, const char *what) __opal_attribute_noreturn__;

@@ -261,6 +261,10 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.eager);
     mdq_register_counter_pvar("medium_messages", "Messages sent with the medium protocol (counted by the sender)",
                               &mca_pml_mdq.counters.medium);
+    mdq_register_counter_pvar("medium_direct_messages", "Medium messages of several pieces that a "
+                              "receive posted when the first piece arrived took piece by piece, "
+                              "without assembling them (counted by the receiver)",
+                              &mca_pml_mdq.counters.medium_direct);
     mdq_register_counter_pvar("rget_messages", "Messages received with RDMA get (counted by the receiver)",
                               &mca_pml_mdq.counters.rget);
     mdq_register_counter_pvar("rput_messages", "Messages sent with RDMA put (counted by the sender)",

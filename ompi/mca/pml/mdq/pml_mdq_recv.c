@@ -715,16 +715,14 @@ static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_p
     if (NULL == peer || mh->m.seq != peer->expect_seq || !opal_list_is_empty(&peer->held)) {
         return NULL;
     }
+    it = mdq_match_take_posted(mc->queue, mh->m.src, mh->m.tag, &cur);
+    if (NULL == it) {
+        return NULL; /* not consumed: assembled, matched once complete */
+    }
+    peer->expect_seq++;
     tracker = mca_pml_mdq_frag_alloc(0);
     if (OPAL_UNLIKELY(NULL == tracker)) {
-        return NULL;
-    }
-    it = mdq_take_next(mc, peer, &mh->m, &cur);
-    if (NULL == it) {
-        /* not matched: undo the sequence step, assemble as before */
-        peer->expect_seq--;
-        mca_pml_mdq_frag_release(tracker);
-        return NULL;
+        mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory receiving a medium message");
     }
     req = MDQ_ITEM_TO_RECVREQ(it);
     req->req_recv.req_base.req_ompi.req_status.MPI_SOURCE = mh->m.src;
@@ -736,6 +734,7 @@ static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_p
     tracker->msrc = mh->m.src;
     tracker->arrived = 0;
     opal_list_append(&mc->medium, &tracker->super.super);
+    mca_pml_mdq.counters.medium_direct++; /* under mc->lock, like held_ooo */
     return tracker;
 }
 

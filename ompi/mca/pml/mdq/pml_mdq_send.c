@@ -141,15 +141,14 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         memcpy(dst + hsize, data, size);
     }
     des->des_segments[0].seg_len = hsize + size;
-    des->des_cbfunc = mca_pml_mdq_ctl_sent; /* some BTLs (tcp) always call it */
+    des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
     MDQ_VERBOSE(20, "pml:mdq: %zu bytes (tag %u) copied into a descriptor", hsize + size,
                 (unsigned) tag);
     rc = mca_bml_base_send(bml_btl, des, tag);
     if (OPAL_UNLIKELY(rc < 0)) {
         mca_bml_base_free(bml_btl, des);
-        return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    return OMPI_SUCCESS;
+    return mca_pml_mdq_send_rc(rc, "a BTL refused a message");
 }
 
 /* eager and eager-sync: header and whole payload in one BTL message */
@@ -381,7 +380,7 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
             OPAL_THREAD_ADD_FETCH32(&sendreq->events, -1);
             mca_bml_base_free(bml_btl, des);
             mdq_rewind(conv, sendreq->offset);
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            return mca_pml_mdq_send_rc(rc, "a BTL refused a message fragment");
         }
     }
     *all_scheduled = true;
@@ -474,6 +473,10 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
     if (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, 1) > 1) {
         return;
     }
+    if (OPAL_UNLIKELY(sendreq->deferred)) {
+        /* scheduled by a completion while waiting for resources */
+        mca_pml_mdq_send_request_undefer(sendreq);
+    }
     do {
         int rc = OMPI_SUCCESS;
         bool done = false;
@@ -509,8 +512,10 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
             break;
         }
         if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
-            (void) OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
+            /* listed before the guard drops: whoever schedules it next
+             * takes it off the list */
             mca_pml_mdq_send_request_defer(sendreq);
+            (void) OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
             break;
         }
     } while (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -prev) > 0);
