@@ -84,10 +84,14 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
 /* peer < 0: not known (a completion callback reports the error) */
 static void link_failed(ompi_osc_nbe_module_t *module, int peer, int rc)
 {
-    if (0 == nbe_engine_failed(module->engine)) {
+    if (0 == nbe_engine_failed(module->engine) && peer >= 0) {
         opal_output_verbose(1, mca_osc_nbe_component.output,
                             "osc/nbe %d: window %u cannot send to %d (error %d); it fails",
                             module->rank, module->cid, peer, rc);
+    } else if (0 == nbe_engine_failed(module->engine)) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe %d: window %u: a send completion reported error %d; it fails",
+                            module->rank, module->cid, rc);
     }
     nbe_engine_fail_comm(module->engine);
 }

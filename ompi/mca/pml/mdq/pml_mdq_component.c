@@ -245,7 +245,7 @@ static int mca_pml_mdq_component_register(void)
                      "send size takes, so that with the default pml_mdq_medium_limit every medium "
                      "message is one piece). A receive posted when the first of several pieces "
                      "arrives takes each piece straight into its buffer; others are assembled. "
-                     "Smaller pieces were slower at 2-32 KiB on vader (docs/bench-pt2pt.md)",
+                     "Pieces of 2-4 KiB were slower at 8-16 KiB on vader (docs/bench-pt2pt.md)",
                      OPAL_INFO_LVL_9, &mca_pml_mdq.medium_piece);
 
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
