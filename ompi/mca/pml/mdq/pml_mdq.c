@@ -382,7 +382,6 @@ void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t 
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.comms_lock);
         mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE,
                           "out of memory holding a message for a communicator not created yet");
-        return;
     }
     opal_list_append(&mca_pml_mdq.nocomm_frags, &nf->super);
     mca_pml_mdq.counters.held_nocomm++;

@@ -117,8 +117,13 @@ void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, s
 
 /* ---- delivery ---- */
 
-static void mdq_recv_set_truncation(mca_pml_mdq_recv_request_t *req, size_t msg_len)
+/* the receive takes a message of msg_len bytes from (hdr->src, hdr->tag):
+ * status, and the bytes it will hold (MPI_ERR_TRUNCATE beyond its size) */
+static void mdq_recv_take_message(mca_pml_mdq_recv_request_t *req, const mdq_hdr_match_t *hdr,
+                                  size_t msg_len)
 {
+    req->req_recv.req_base.req_ompi.req_status.MPI_SOURCE = hdr->src;
+    req->req_recv.req_base.req_ompi.req_status.MPI_TAG = hdr->tag;
     req->length = msg_len;
     if (msg_len > req->capacity) {
         req->req_recv.req_base.req_ompi.req_status.MPI_ERROR = MPI_ERR_TRUNCATE;
@@ -362,13 +367,12 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     int proto = mca_pml_mdq.rndv_protocol;
 
     req->sreq = rts->sreq;
-    mdq_recv_set_truncation(req, rts->length);
+    mdq_recv_take_message(req, &rts->m, rts->length);
     req->ep = mdq_recv_peer_ep(req, rts->m.src);
     req->offset = 0;
     req->rdma_pending = 1; /* scheduling reference */
     if (OPAL_UNLIKELY(NULL == req->ep)) {
         mca_pml_mdq_fatal(OMPI_ERR_UNREACH, "no endpoint to the sender of a rendezvous message");
-        return;
     }
     if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
         && (MDQ_RNDV_AUTO == proto || MDQ_RNDV_RGET == proto) && rts->hlen <= MDQ_MAX_HANDLE) {
@@ -390,10 +394,6 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
 
 void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca_pml_mdq_msg_t *msg)
 {
-    ompi_status_public_t *st = &req->req_recv.req_base.req_ompi.req_status;
-
-    st->MPI_SOURCE = msg->hdr->src;
-    st->MPI_TAG = msg->hdr->tag;
     if (MDQ_TAG_RTS == msg->type) {
         mdq_recv_request_rts(req, msg);
         return;
@@ -404,7 +404,7 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
                           MDQ_TAG_MEDIUM == msg->type ? ((const mdq_hdr_medium_t *) msg->hdr)->sreq
                                                       : ((const mdq_hdr_sync_t *) msg->hdr)->sreq);
     }
-    mdq_recv_set_truncation(req, msg->len);
+    mdq_recv_take_message(req, msg->hdr, msg->len);
     mdq_recv_unpack(req, msg->iov, msg->iov_count, 0);
     mca_pml_mdq_recv_request_event_done(req);
 }
@@ -421,7 +421,6 @@ static void mdq_queue_unexpected(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t
         frag = mca_pml_mdq_frag_copy(msg, hdr_size);
         if (OPAL_UNLIKELY(NULL == frag)) {
             mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory queueing an unexpected message");
-            return;
         }
     }
     frag->item.rank = msg->hdr->src;
@@ -478,7 +477,6 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
     peer = mca_pml_mdq_peer_get(mc, hdr->src);
     if (OPAL_UNLIKELY(NULL == peer)) {
         mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory for a new peer's state");
-        return;
     }
 
     OPAL_THREAD_LOCK(&mc->lock);
@@ -488,7 +486,6 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
         if (OPAL_UNLIKELY(NULL == frag)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
             mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory holding an early message");
-            return;
         }
         opal_list_append(&peer->held, &frag->super.super);
         mca_pml_mdq.counters.held_ooo++;
@@ -585,7 +582,6 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     mca_pml_mdq_peer_t *peer;
     mdq_match_cursor_t cur;
     mdq_match_item_t *it;
-    ompi_status_public_t *st;
 
     if (OPAL_UNLIKELY(1 != des->des_segment_count || des->des_segments[0].seg_len < sizeof(*hdr)
                       || hdr->src < 0 || (uint32_t) hdr->src >= mc->size)) {
@@ -619,10 +615,7 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
         mca_pml_mdq_recv_request_deliver(req, &msg);
         return true;
     }
-    st = &req->req_recv.req_base.req_ompi.req_status;
-    st->MPI_SOURCE = hdr->src;
-    st->MPI_TAG = hdr->tag;
-    mdq_recv_set_truncation(req, des->des_segments[0].seg_len - sizeof(*hdr));
+    mdq_recv_take_message(req, hdr, des->des_segments[0].seg_len - sizeof(*hdr));
     if (OPAL_LIKELY(req->length > 0)) {
         memcpy(req->base, (const char *) (hdr + 1), req->length);
     }
@@ -725,9 +718,7 @@ static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_p
         mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory receiving a medium message");
     }
     req = MDQ_ITEM_TO_RECVREQ(it);
-    req->req_recv.req_base.req_ompi.req_status.MPI_SOURCE = mh->m.src;
-    req->req_recv.req_base.req_ompi.req_status.MPI_TAG = mh->m.tag;
-    mdq_recv_set_truncation(req, mh->length);
+    mdq_recv_take_message(req, &mh->m, mh->length);
     tracker->matched = req;
     tracker->msreq = mh->sreq;
     tracker->mseq = mh->m.seq;
@@ -811,7 +802,6 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
         if (OPAL_UNLIKELY(NULL == as)) {
             OPAL_THREAD_UNLOCK(&mc->lock);
             mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory assembling a medium message");
-            return;
         }
         as->type = MDQ_TAG_MEDIUM;
         as->btl = msg->btl;
