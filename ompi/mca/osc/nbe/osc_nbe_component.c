@@ -221,8 +221,12 @@ static int component_register(void)
         int n = sscanf(spec, "%d,%d,%d,%7s", &mca_osc_nbe_component.test_break_a,
                        &mca_osc_nbe_component.test_break_b,
                        &mca_osc_nbe_component.test_break_after, mode);
-        if ((3 != n && !(4 == n && 0 == strcmp(mode, "late"))) ||
-            mca_osc_nbe_component.test_break_after < 1) {
+        char canon[64];
+        /* the whole value must be one of the two forms (no trailing text) */
+        snprintf(canon, sizeof(canon), "%d,%d,%d%s", mca_osc_nbe_component.test_break_a,
+                 mca_osc_nbe_component.test_break_b, mca_osc_nbe_component.test_break_after,
+                 4 == n ? ",late" : "");
+        if (n < 3 || 0 != strcmp(canon, spec) || mca_osc_nbe_component.test_break_after < 1) {
             opal_output(0, "osc/nbe: osc_nbe_test_break_link wants \"A,B,N\" or \"A,B,N,late\" "
                            "with N >= 1; ignored");
             mca_osc_nbe_component.test_break_after = -1;
