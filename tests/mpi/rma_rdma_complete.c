@@ -5,7 +5,9 @@
  *  1. flush-only passive epochs (lock_all): puts of several sizes, each
  *     followed by MPI_Win_flush; the target checks its memory after a
  *     barrier, while the epoch is still open (MPI_Win_sync);
- *  2. gets in the same kind of epoch, checked after MPI_Win_flush_local;
+ *  2. gets in the same kind of epoch, checked after MPI_Win_flush_local,
+ *     then MPI_Rget and MPI_Rput of every size, checked after MPI_Waitall
+ *     (and a flush for the puts);
  *  3. exclusive locks: every rank adds 1 to every element of an array at
  *     rank 0 with get + put under MPI_LOCK_EXCLUSIVE; a lock released
  *     before the put landed loses increments;
@@ -110,6 +112,30 @@ int main(int argc, char **argv)
         if (it) MPI_Win_flush_local(right, win);
         else MPI_Win_flush_local_all(win);
         check_mem(dst, rank, ITERS - 1, "get");
+    }
+    /* 2b. the request forms: MPI_Rget of every size, then MPI_Rput of the
+     * data back one place further, each request waited for; the target
+     * checks after a barrier, the epoch still open */
+    {
+        MPI_Request reqs[NSIZES];
+        memset(dst, 0, WIN_BYTES);
+        for (int k = 0; k < NSIZES; ++k) {
+            MPI_Rget(dst + region(k), sizes[k], MPI_BYTE, right, (MPI_Aint) region(k), sizes[k],
+                     MPI_BYTE, win, &reqs[k]);
+        }
+        MPI_Waitall(NSIZES, reqs, MPI_STATUSES_IGNORE);
+        check_mem(dst, rank, ITERS - 1, "rget");
+        MPI_Barrier(MPI_COMM_WORLD);   /* every rget read its target before it changes */
+        fill_all(src, rank, ITERS);
+        for (int k = 0; k < NSIZES; ++k) {
+            MPI_Rput(src + region(k), sizes[k], MPI_BYTE, right, (MPI_Aint) region(k), sizes[k],
+                     MPI_BYTE, win, &reqs[k]);
+        }
+        MPI_Waitall(NSIZES, reqs, MPI_STATUSES_IGNORE);
+        MPI_Win_flush(right, win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_sync(win);
+        check_mem(mem, left, ITERS, "rput");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_unlock_all(win);

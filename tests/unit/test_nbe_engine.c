@@ -476,6 +476,39 @@ START_TEST(direct_generation_tracks_epochs)
 }
 END_TEST
 
+/* nbe_rma_ready: nbe_rma_direct's answer without counting, plus whether the
+ * covering epoch is passive (the glue picks its RDMA threshold by it) */
+START_TEST(rma_ready_answers_without_counting)
+{
+    sim_init(2, 0);
+    nbe_req_t *l, *u, *f0, *f1;
+    int passive = -1;
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, &passive), NBE_ERR_SYNC);
+    ck_assert_int_eq(passive, -1);                    /* no epoch: untouched */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, &l), NBE_OK);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, &passive), NBE_AGAIN);
+    ck_assert_int_eq(passive, 1);                     /* set while waiting too */
+    wait_req(l);
+    uint64_t issued = nbe_engine_stats(S.e[0])->ops_issued;
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, &passive), NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ops_issued, issued);
+    nbe_rma_direct_again(S.e[0]);                     /* the glue moved the data */
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ops_issued, issued + 1);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    /* a fence epoch is not passive */
+    ck_assert_int_eq(nbe_ifence(S.e[0], 0, &f0), NBE_OK);
+    ck_assert_int_eq(nbe_ifence(S.e[1], 0, &f1), NBE_OK);
+    wait_req(f0);
+    wait_req(f1);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, &passive), NBE_OK);
+    ck_assert_int_eq(passive, 0);
+    sim_fini();
+}
+END_TEST
+
 /* flush of one target without a request: the FLUSH_REQ leaves at once, the
  * flush is reached when the target's acknowledgement covers every operation;
  * a leg that is not ready (no grant yet) sends the caller to nbe_iflush */
@@ -1279,6 +1312,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ops_know_passive_epochs);
     tcase_add_test(tc, lock_nocheck);
     tcase_add_test(tc, direct_generation_tracks_epochs);
+    tcase_add_test(tc, rma_ready_answers_without_counting);
     tcase_add_test(tc, flush_begin_and_reached);
     tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
     tcase_add_test(tc, win_test_polls_exposure);

@@ -1483,6 +1483,15 @@ int nbe_rma_direct(nbe_engine_t *e, int target)
     return rc;
 }
 
+int nbe_rma_ready(nbe_engine_t *e, int target, int *passive)
+{
+    NBE_RETURN_IF_FAILED(e);
+    nbe_epoch_t *ep = NULL;
+    int rc = direct_ready(e, target, &ep);
+    if (NULL != ep && NULL != passive) *passive = is_passive(ep->kind);
+    return rc;
+}
+
 uint64_t nbe_engine_generation(const nbe_engine_t *e)
 {
     return e->gen;

@@ -191,6 +191,12 @@ int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
  * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
  * access epoch covering target. */
 int nbe_rma_direct(nbe_engine_t *eng, int target);
+/* The answer of nbe_rma_direct without counting anything, and (passive,
+ * may be NULL; set whenever an access epoch covers target) whether that
+ * epoch is a lock or lock_all: for glue that first decides how to move the
+ * data (RDMA complete inside the BTL call), then reports the operation
+ * with nbe_rma_direct_again once it is in place. */
+int nbe_rma_ready(nbe_engine_t *eng, int target, int *passive);
 /* An operation the glue sends itself as one counted message, complete at
  * the origin once handed to the network (a small put copied into an
  * immediate send): nbe_rma_message() says whether it may go now (the same

@@ -136,6 +136,11 @@ typedef struct ompi_osc_nbe_module {
     int                    direct_target;
     uint64_t               direct_gen;
     const ompi_osc_nbe_peer_t *direct_peer;
+    /* ompi_osc_nbe_rdma_now's BTL for rdma_now_peer (-1: none) and the
+     * direction (put 1, get 0); NULL: that peer cannot take it */
+    int                    rdma_now_peer;
+    int                    rdma_now_put;
+    struct mca_bml_base_btl_t *rdma_now_btl;
     opal_list_t            held;       /* frames that came before their grant (osc_nbe_hold.c) */
     size_t                 held_bytes;
     bool                   releasing;  /* ompi_osc_nbe_hold_release is on the stack */
@@ -341,6 +346,14 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
 /* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
  * bytes on): -1 not taken (use active messages), 0 complete at the origin
  * (nothing counted), 1 in flight with one counted FIN to follow */
+/* A contiguous put or get of at least the epoch's RDMA threshold moved at
+ * once by btl_put/btl_get, past the operation object, on a BTL of
+ * osc_nbe_rdma_remote_complete (its completion means the data is in place
+ * at both ends; vader's single copy completes inside the call). For a call
+ * nbe_rma_ready allowed. 0: the data is in place; 1: not taken (threshold,
+ * BTL, busy), use the general path; or an MPI error (the window failed). */
+int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, uint64_t remote,
+                           size_t len, bool is_put, bool passive);
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                            uint64_t remote, size_t len, bool is_put);
 /* MCA variables of the component (scope local), set to value first */

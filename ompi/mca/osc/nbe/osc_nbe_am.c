@@ -818,6 +818,51 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     ompi_osc_nbe_op_local_complete(op);
 }
 
+static void rdma_now_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
+                          void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
+                          void *context, void *cbdata, int status)
+{
+    (void) btl; (void) endpoint; (void) local_address; (void) local_handle; (void) context;
+    *(volatile int *) cbdata = status;
+}
+
+int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, uint64_t remote,
+                          size_t len, bool is_put, bool passive)
+{
+    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, passive);
+    if (0 == threshold || len < threshold || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
+    if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put) {
+        /* BML endpoints do not change while the window lives */
+        mca_bml_base_btl_t *b = rdma_btl(module, peer, is_put);
+        parse_remote_complete();
+        module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
+        module->rdma_now_peer = peer;
+        module->rdma_now_put = is_put;
+    }
+    mca_bml_base_btl_t *b = module->rdma_now_btl;
+    if (NULL == b) return 1;
+    volatile int status = 1;    /* 1: the callback has not run */
+    int rc;
+    if (is_put) {
+        rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                             MCA_BTL_NO_ORDER, rdma_now_done, module, (void *) &status);
+    } else {
+        rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                             MCA_BTL_NO_ORDER, rdma_now_done, module, (void *) &status);
+    }
+    if (1 == rc && 1 == status) status = OPAL_SUCCESS;  /* complete, no callback (btl.h allows it) */
+    if (OPAL_SUCCESS != rc && 1 != rc) return 1;         /* busy or refused: the general path */
+    /* the listed BTLs complete inside the call; should one not, its
+     * callback is still what says the data is in place */
+    while (1 == status) opal_progress();
+    if (OPAL_SUCCESS != status) {
+        link_failed(module, peer, status);
+        return MPI_ERR_OTHER;
+    }
+    pv_rdma_local++;
+    return 0;
+}
+
 unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
 {
     if (!passive) return mca_osc_nbe_component.rdma_active_threshold;

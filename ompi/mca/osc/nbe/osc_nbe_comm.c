@@ -1039,6 +1039,56 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     return OMPI_SUCCESS;
 }
 
+/*
+ * RDMA put/get complete inside the BTL call (create and multi-node allocate
+ * windows on vader's single copy): the access epoch lets the operation go
+ * now, contiguous data on both sides, at least the epoch's RDMA threshold.
+ * The data moves before the call returns, so no op object, no issue
+ * callback and nothing counted (like try_direct); an MPI_Rput/MPI_Rget
+ * gets a request complete already. Returns 1 if the call was not taken.
+ */
+static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin,
+                        int origin_count, ompi_datatype_t *origin_dt, int target,
+                        ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                        struct ompi_request_t **request)
+{
+    uint64_t addr;
+    int passive = 0;
+    if (NULL != module->shm_base || target == module->rank || MPI_PROC_NULL == target) return 1;
+    if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
+    size_t len = dt_bytes(origin_dt, origin_count);
+    if (len < mca_osc_nbe_component.rdma_threshold && len < mca_osc_nbe_component.rdma_active_threshold) {
+        return 1;   /* below every threshold: skip the epoch lookup */
+    }
+    if (len != dt_bytes(target_dt, target_count)) return 1;
+    int rc = nbe_rma_ready(module->engine, target, &passive);
+    if (NBE_AGAIN == rc) return 1;
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
+    if (OMPI_SUCCESS != rc) return rc;
+    ompi_osc_nbe_request_t *req = NULL;
+    if (request) {
+        req = new_request(module);
+        if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    rc = ompi_osc_nbe_rdma_now(module, target, (char *) origin + origin_dt->super.true_lb,
+                               addr + (uint64_t) target_dt->super.true_lb, len, is_put, 0 != passive);
+    if (0 != rc) {
+        if (req) {
+            OMPI_REQUEST_FINI(&req->super);
+            OBJ_RELEASE(req);
+        }
+        return rc;
+    }
+    nbe_rma_direct_again(module->engine);
+    module->bytes += len;
+    if (req) {
+        *request = &req->super;
+        ompi_request_complete(&req->super, true);
+    }
+    return OMPI_SUCCESS;
+}
+
 /* put and get differ only in the direction of the transfer (a get lands in
  * result_addr, its origin buffer) */
 static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
@@ -1051,6 +1101,9 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     int rc;
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
+    if (1 != rc) return rc;
+    rc = try_rdma_now(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
+                      origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
     if (NBE_OP_PUT == type && NULL == request) {
         rc = try_send_now(module, origin_addr, origin_count, origin_dt, target, target_disp,

@@ -426,6 +426,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
     module->win = win;
     module->direct_target = -1;
+    module->rdma_now_peer = -1;
     module->flavor = flavor;
     module->disp_unit = disp_unit;
     module->win_size = size;
