@@ -343,9 +343,6 @@ int  ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr
  * take part. Fence and PSCW epochs, whose target enters MPI to end the
  * epoch anyway: osc_nbe_rdma_active_threshold. */
 unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
-/* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
- * bytes on): -1 not taken (use active messages), 0 complete at the origin
- * (nothing counted), 1 in flight with one counted FIN to follow */
 /* A contiguous put or get of at least the epoch's RDMA threshold moved at
  * once by btl_put/btl_get, past the operation object, on a BTL of
  * osc_nbe_rdma_remote_complete (its completion means the data is in place
@@ -354,6 +351,12 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
  * BTL, busy), use the general path; or an MPI error (the window failed). */
 int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, uint64_t remote,
                            size_t len, bool is_put, bool passive);
+/* whether some epoch kind moves len bytes in that direction by RDMA (a
+ * test before looking the epoch up) */
+bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put);
+/* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
+ * bytes on): -1 not taken (use active messages), 0 complete at the origin
+ * (nothing counted), 1 in flight with one counted FIN to follow */
 int  ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                            uint64_t remote, size_t len, bool is_put);
 /* MCA variables of the component (scope local), set to value first */

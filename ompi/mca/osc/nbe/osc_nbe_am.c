@@ -863,6 +863,13 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, 
     return 0;
 }
 
+bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put)
+{
+    unsigned active = ompi_osc_nbe_rdma_from(is_put, false);
+    unsigned passive = ompi_osc_nbe_rdma_from(is_put, true);
+    return (0 != active && len >= active) || (0 != passive && len >= passive);
+}
+
 unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
 {
     if (!passive) return mca_osc_nbe_component.rdma_active_threshold;

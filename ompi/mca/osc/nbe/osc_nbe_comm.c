@@ -1057,10 +1057,7 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (NULL != module->shm_base || target == module->rank || MPI_PROC_NULL == target) return 1;
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
-    if (len < mca_osc_nbe_component.rdma_threshold && len < mca_osc_nbe_component.rdma_active_threshold) {
-        return 1;   /* below every threshold: skip the epoch lookup */
-    }
-    if (len != dt_bytes(target_dt, target_count)) return 1;
+    if (!ompi_osc_nbe_rdma_sized(len, is_put) || len != dt_bytes(target_dt, target_count)) return 1;
     int rc = nbe_rma_ready(module->engine, target, &passive);
     if (NBE_AGAIN == rc) return 1;
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
