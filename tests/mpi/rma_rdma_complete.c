@@ -75,7 +75,7 @@ int main(int argc, char **argv)
 {
     MPI_Win win, awin;
     MPI_Group world, peers;
-    MPI_T_pvar_handle hlocal, hfin, hpacked;
+    MPI_T_pvar_handle hlocal, hfin, hpacked, hdirect;
 
     test_init(&argc, &argv);
     int size = nprocs, right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -83,6 +83,7 @@ int main(int argc, char **argv)
     mdq_pvar_init();
     mdq_pvar_find("osc_nbe_rdma_local_complete", &hlocal);
     mdq_pvar_find("osc_nbe_rdma_fin", &hfin);
+    mdq_pvar_find("osc_nbe_rdma_direct", &hdirect);
     mdq_pvar_find("osc_nbe_puts_packed", &hpacked);
 
     unsigned char *mem = calloc(WIN_BYTES, 1), *src = malloc(WIN_BYTES), *dst = malloc(WIN_BYTES);
@@ -113,8 +114,8 @@ int main(int argc, char **argv)
         else MPI_Win_flush_local_all(win);
         check_mem(dst, rank, ITERS - 1, "get");
     }
-    /* 2b. the request forms: MPI_Rget of every size, then MPI_Rput of the
-     * data back one place further, each request waited for; the target
+    /* 2b. the request forms: MPI_Rget of every size, then MPI_Rput of a
+     * new pattern to the same neighbour, each request waited for; the target
      * checks after a barrier, the epoch still open */
     {
         MPI_Request reqs[NSIZES];
@@ -243,10 +244,15 @@ int main(int argc, char **argv)
     const char *expect = getenv("NBE_EXPECT_RDMA");
     if (expect && size > 1) {
         unsigned long long nl = mdq_pvar_read(hlocal), nf = mdq_pvar_read(hfin);
+        unsigned long long nd = mdq_pvar_read(hdirect);
         if (0 == strcmp(expect, "local")) {
             CHECK(nl > 0 && 0 == nf, "expected origin-complete RDMA: local %llu fin %llu", nl, nf);
+            /* after the first transfer showed the BTL completes in the
+             * call, later ones skip the operation object */
+            CHECK(nd > 0 && nd < nl, "expected direct RDMA after the first: direct %llu local %llu", nd, nl);
         } else {
             CHECK(nf > 0, "expected RDMA with FIN: local %llu fin %llu", nl, nf);
+            CHECK(0 == nd, "direct RDMA on a BTL that needs a FIN: %llu", nd);
         }
     }
 

@@ -191,7 +191,8 @@ int nbe_rma(nbe_engine_t *eng, nbe_op_t *op);
  * granted, first touch of a lock_all target); NBE_ERR_SYNC without an
  * access epoch covering target. */
 int nbe_rma_direct(nbe_engine_t *eng, int target);
-/* The answer of nbe_rma_direct without counting anything, and (passive,
+/* The answer of nbe_rma_direct without counting the operation (like it,
+ * an NBE_OK marks the epoch as having operations), and (passive,
  * may be NULL; set whenever an access epoch covers target) whether that
  * epoch is a lock or lock_all: for glue that first decides how to move the
  * data (RDMA complete inside the BTL call), then reports the operation

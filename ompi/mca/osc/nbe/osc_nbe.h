@@ -343,14 +343,18 @@ int  ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr
  * take part. Fence and PSCW epochs, whose target enters MPI to end the
  * epoch anyway: osc_nbe_rdma_active_threshold. */
 unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
-/* A contiguous put or get of at least the epoch's RDMA threshold moved at
- * once by btl_put/btl_get, past the operation object, on a BTL of
- * osc_nbe_rdma_remote_complete (its completion means the data is in place
- * at both ends; vader's single copy completes inside the call). For a call
- * nbe_rma_ready allowed. 0: the data is in place; 1: not taken (threshold,
- * BTL, busy), use the general path; or an MPI error (the window failed). */
-int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, uint64_t remote,
-                           size_t len, bool is_put, bool passive);
+/* RDMA put/get past the operation object. ompi_osc_nbe_rdma_now_btl: the
+ * BTL to peer if a contiguous transfer of len bytes in this epoch kind
+ * goes by RDMA (the threshold) on a BTL of osc_nbe_rdma_remote_complete
+ * that has been seen completing a transfer inside the btl_put/btl_get
+ * call (cached per window), else NULL. ompi_osc_nbe_rdma_now moves the
+ * data with it, for a call nbe_rma_ready allowed: 0 when the data is in
+ * place; 1 when the BTL refused (busy, error): use the general path; or
+ * an MPI error (the window failed). */
+struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *module, int peer,
+                                                      size_t len, bool is_put, bool passive);
+int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
+                           void *local, uint64_t remote, size_t len, bool is_put);
 /* whether some epoch kind moves len bytes in that direction by RDMA (a
  * test before looking the epoch up) */
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put);

@@ -690,6 +690,28 @@ static char  *remote_complete_list;       /* MCA string */
 static char **remote_complete_argv;       /* parsed: BTL component names */
 static unsigned long long pv_rdma_local;  /* transfers complete at the origin, no FIN */
 static unsigned long long pv_rdma_fin;    /* transfers followed by a counted FIN */
+static unsigned long long pv_rdma_direct; /* of those complete at the origin: past the op object */
+
+/* BTL modules seen completing an RDMA transfer inside the btl_put/btl_get
+ * call (vader's CMA/XPMEM/KNEM single copy; not its emulated mode, whose
+ * callback waits for the target's progress): only these take
+ * ompi_osc_nbe_rdma_now, so that it never waits for a peer */
+#define NBE_SYNC_BTLS_MAX 8
+static const mca_btl_base_module_t *sync_btls[NBE_SYNC_BTLS_MAX];
+static int nsync_btls;
+
+static bool btl_completes_in_call(const mca_btl_base_module_t *btl)
+{
+    for (int i = 0; i < nsync_btls; ++i) {
+        if (sync_btls[i] == btl) return true;
+    }
+    return false;
+}
+
+static void note_completes_in_call(const mca_btl_base_module_t *btl)
+{
+    if (!btl_completes_in_call(btl) && nsync_btls < NBE_SYNC_BTLS_MAX) sync_btls[nsync_btls++] = btl;
+}
 
 /* the transfer whose btl_put/btl_get call is on the stack, and whether its
  * callback counts as completion at the target */
@@ -744,6 +766,8 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
     ompi_osc_nbe_register_counter(c, "rdma_local_complete", "RDMA puts/gets that completed inside the BTL call "
                      "and were counted complete at the origin (no FIN frame)", &pv_rdma_local);
     ompi_osc_nbe_register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);
+    ompi_osc_nbe_register_counter(c, "rdma_direct", "RDMA puts/gets of rdma_local_complete issued straight from "
+                     "MPI_Put/MPI_Get and their request forms, without an operation object", &pv_rdma_direct);
 }
 
 static void parse_remote_complete(void)
@@ -818,6 +842,25 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     ompi_osc_nbe_op_local_complete(op);
 }
 
+struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *module, int peer,
+                                                      size_t len, bool is_put, bool passive)
+{
+    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, passive);
+    if (0 == threshold || len < threshold) return NULL;
+    if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put ||
+        NULL == module->rdma_now_btl) {
+        /* BML endpoints do not change while the window lives; a BTL not
+         * (yet) seen completing in the call is asked again next time */
+        mca_bml_base_btl_t *b = rdma_btl(module, peer, is_put);
+        parse_remote_complete();
+        module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) &&
+                               btl_completes_in_call(b->btl) ? b : NULL;
+        module->rdma_now_peer = peer;
+        module->rdma_now_put = is_put;
+    }
+    return module->rdma_now_btl;
+}
+
 static void rdma_now_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                           void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
                           void *context, void *cbdata, int status)
@@ -826,21 +869,9 @@ static void rdma_now_done(struct mca_btl_base_module_t *btl, struct mca_btl_base
     *(volatile int *) cbdata = status;
 }
 
-int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, uint64_t remote,
-                          size_t len, bool is_put, bool passive)
+int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
+                          void *local, uint64_t remote, size_t len, bool is_put)
 {
-    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, passive);
-    if (0 == threshold || len < threshold || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
-    if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put) {
-        /* BML endpoints do not change while the window lives */
-        mca_bml_base_btl_t *b = rdma_btl(module, peer, is_put);
-        parse_remote_complete();
-        module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
-        module->rdma_now_peer = peer;
-        module->rdma_now_put = is_put;
-    }
-    mca_bml_base_btl_t *b = module->rdma_now_btl;
-    if (NULL == b) return 1;
     volatile int status = 1;    /* 1: the callback has not run */
     int rc;
     if (is_put) {
@@ -851,15 +882,20 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, int peer, void *local, 
                              MCA_BTL_NO_ORDER, rdma_now_done, module, (void *) &status);
     }
     if (1 == rc && 1 == status) status = OPAL_SUCCESS;  /* complete, no callback (btl.h allows it) */
-    if (OPAL_SUCCESS != rc && 1 != rc) return 1;         /* busy or refused: the general path */
-    /* the listed BTLs complete inside the call; should one not, its
+    if (OPAL_SUCCESS != rc && 1 != rc) {
+        module->rdma_now_btl = NULL;                     /* ask again; the general path reports */
+        return 1;
+    }
+    /* this BTL completed inside the call before; should it not now, its
      * callback is still what says the data is in place */
-    while (1 == status) opal_progress();
+    while (1 == status && !nbe_engine_failed(module->engine)) opal_progress();
+    if (1 == status) return MPI_ERR_OTHER;   /* the window failed meanwhile */
     if (OPAL_SUCCESS != status) {
         link_failed(module, peer, status);
         return MPI_ERR_OTHER;
     }
     pv_rdma_local++;
+    pv_rdma_direct++;
     return 0;
 }
 
@@ -903,6 +939,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
         rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
+    if (rdma_cb_ran) note_completes_in_call(b->btl);
     if (OPAL_SUCCESS != rc && 1 != rc) return -1;
     /* op is gone if the callback ran; if it will run later, MPI_Win_free
      * waits for it */

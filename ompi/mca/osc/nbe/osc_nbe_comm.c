@@ -1055,25 +1055,34 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     uint64_t addr;
     int passive = 0;
     if (NULL != module->shm_base || target == module->rank || MPI_PROC_NULL == target) return 1;
+    /* a dynamic window's target checks each access, which needs a message */
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
     if (!ompi_osc_nbe_rdma_sized(len, is_put) || len != dt_bytes(target_dt, target_count)) return 1;
-    int rc = nbe_rma_ready(module->engine, target, &passive);
-    if (NBE_AGAIN == rc) return 1;
+    /* the epoch, then the range (an error leaves the epoch untouched), then
+     * the go-ahead (which marks the epoch as having operations) */
+    int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
     if (OMPI_SUCCESS != rc) return rc;
+    rc = nbe_rma_ready(module->engine, target, &passive);
+    if (NBE_AGAIN == rc) return 1;
+    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    struct mca_bml_base_btl_t *b = ompi_osc_nbe_rdma_now_btl(module, target, len, is_put, 0 != passive);
+    if (NULL == b) return 1;
     ompi_osc_nbe_request_t *req = NULL;
     if (request) {
         req = new_request(module);
         if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    rc = ompi_osc_nbe_rdma_now(module, target, (char *) origin + origin_dt->super.true_lb,
-                               addr + (uint64_t) target_dt->super.true_lb, len, is_put, 0 != passive);
+    rc = ompi_osc_nbe_rdma_now(module, b, target, (char *) origin + origin_dt->super.true_lb,
+                               addr + (uint64_t) target_dt->super.true_lb, len, is_put);
     if (0 != rc) {
         if (req) {
             OMPI_REQUEST_FINI(&req->super);
             OBJ_RELEASE(req);
+            if (1 != rc) *request = MPI_REQUEST_NULL;
         }
         return rc;
     }
