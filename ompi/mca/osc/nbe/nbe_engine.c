@@ -1474,21 +1474,19 @@ static int direct_ready(nbe_engine_t *e, int target, nbe_epoch_t **out)
     return NBE_OK;
 }
 
-int nbe_rma_direct(nbe_engine_t *e, int target)
-{
-    NBE_RETURN_IF_FAILED(e);
-    nbe_epoch_t *ep;
-    int rc = direct_ready(e, target, &ep);
-    if (NBE_OK == rc) e->stats.ops_issued++;
-    return rc;
-}
-
 int nbe_rma_ready(nbe_engine_t *e, int target, int *passive)
 {
     NBE_RETURN_IF_FAILED(e);
     nbe_epoch_t *ep = NULL;
     int rc = direct_ready(e, target, &ep);
     if (NULL != ep && NULL != passive) *passive = is_passive(ep->kind);
+    return rc;
+}
+
+int nbe_rma_direct(nbe_engine_t *e, int target)
+{
+    int rc = nbe_rma_ready(e, target, NULL);
+    if (NBE_OK == rc) e->stats.ops_issued++;
     return rc;
 }
 

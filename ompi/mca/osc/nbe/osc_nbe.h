@@ -137,7 +137,8 @@ typedef struct ompi_osc_nbe_module {
     uint64_t               direct_gen;
     const ompi_osc_nbe_peer_t *direct_peer;
     /* ompi_osc_nbe_rdma_now's BTL for rdma_now_peer (-1: none) and the
-     * direction (put 1, get 0); NULL: that peer cannot take it */
+     * direction (put 1, get 0): one of osc_nbe_rdma_remote_complete, or
+     * NULL: that peer cannot take it */
     int                    rdma_now_peer;
     int                    rdma_now_put;
     struct mca_bml_base_btl_t *rdma_now_btl;

@@ -806,6 +806,37 @@ static mca_bml_base_btl_t *rdma_btl(ompi_osc_nbe_module_t *module, int peer, boo
     return b;
 }
 
+/* the BTL that moves a contiguous transfer of len bytes by RDMA in an epoch
+ * of this kind (passive or not), or NULL (below the threshold, a dynamic
+ * window, no suitable BTL) */
+static bool rdma_sized(size_t len, bool is_put, bool passive)
+{
+    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, passive);
+    return 0 != threshold && len >= threshold;
+}
+
+static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
+                                        bool is_put, bool passive)
+{
+    if (!rdma_sized(len, is_put, passive)) return NULL;
+    /* a dynamic window's target checks each access against its attached
+     * regions, which only an active message lets it do */
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return NULL;
+    parse_remote_complete();
+    return rdma_btl(module, peer, is_put);
+}
+
+static int rdma_start(mca_bml_base_btl_t *b, void *local, uint64_t remote, size_t len, bool is_put,
+                      mca_btl_base_rdma_completion_fn_t cb, void *context, void *cbdata)
+{
+    if (is_put) {
+        return b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                               MCA_BTL_NO_ORDER, cb, context, cbdata);
+    }
+    return b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
+                           MCA_BTL_NO_ORDER, cb, context, cbdata);
+}
+
 static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                       void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
                       void *context, void *cbdata, int status)
@@ -845,20 +876,17 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
 struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *module, int peer,
                                                       size_t len, bool is_put, bool passive)
 {
-    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, passive);
-    if (0 == threshold || len < threshold) return NULL;
-    if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put ||
-        NULL == module->rdma_now_btl) {
-        /* BML endpoints do not change while the window lives; a BTL not
-         * (yet) seen completing in the call is asked again next time */
-        mca_bml_base_btl_t *b = rdma_btl(module, peer, is_put);
-        parse_remote_complete();
-        module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) &&
-                               btl_completes_in_call(b->btl) ? b : NULL;
+    if (!rdma_sized(len, is_put, passive)) return NULL;
+    if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put) {
+        /* BML endpoints do not change while the window lives */
+        mca_bml_base_btl_t *b = rdma_btl_for(module, peer, len, is_put, passive);
+        module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
         module->rdma_now_peer = peer;
         module->rdma_now_put = is_put;
     }
-    return module->rdma_now_btl;
+    mca_bml_base_btl_t *b = module->rdma_now_btl;
+    /* until the general path has seen it complete a transfer in the call */
+    return NULL != b && btl_completes_in_call(b->btl) ? b : NULL;
 }
 
 static void rdma_now_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -873,19 +901,9 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
                           void *local, uint64_t remote, size_t len, bool is_put)
 {
     volatile int status = 1;    /* 1: the callback has not run */
-    int rc;
-    if (is_put) {
-        rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
-                             MCA_BTL_NO_ORDER, rdma_now_done, module, (void *) &status);
-    } else {
-        rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
-                             MCA_BTL_NO_ORDER, rdma_now_done, module, (void *) &status);
-    }
+    int rc = rdma_start(b, local, remote, len, is_put, rdma_now_done, module, (void *) &status);
     if (1 == rc && 1 == status) status = OPAL_SUCCESS;  /* complete, no callback (btl.h allows it) */
-    if (OPAL_SUCCESS != rc && 1 != rc) {
-        module->rdma_now_btl = NULL;                     /* ask again; the general path reports */
-        return 1;
-    }
+    if (OPAL_SUCCESS != rc && 1 != rc) return 1;         /* busy or refused: the general path */
     /* this BTL completed inside the call before; should it not now, its
      * callback is still what says the data is in place */
     while (1 == status && !nbe_engine_failed(module->engine)) opal_progress();
@@ -901,9 +919,7 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
 
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put)
 {
-    unsigned active = ompi_osc_nbe_rdma_from(is_put, false);
-    unsigned passive = ompi_osc_nbe_rdma_from(is_put, true);
-    return (0 != active && len >= active) || (0 != passive && len >= passive);
+    return rdma_sized(len, is_put, false) || rdma_sized(len, is_put, true);
 }
 
 unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
@@ -915,25 +931,12 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
 int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                           uint64_t remote, size_t len, bool is_put)
 {
-    unsigned threshold = ompi_osc_nbe_rdma_from(is_put, op->super.passive);
-    if (0 == threshold || len < threshold) return -1;
-    /* a dynamic window's target checks each access against its attached
-     * regions, which only an active message lets it do */
-    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return -1;
-    mca_bml_base_btl_t *b = rdma_btl(module, op->super.target, is_put);
+    mca_bml_base_btl_t *b = rdma_btl_for(module, op->super.target, len, is_put, op->super.passive);
     if (NULL == b) return -1;
-    parse_remote_complete();
-    int rc;
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;
-    if (is_put) {
-        rc = b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
-                             MCA_BTL_NO_ORDER, rdma_done, module, op);
-    } else {
-        rc = b->btl->btl_get(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
-                             MCA_BTL_NO_ORDER, rdma_done, module, op);
-    }
+    int rc = rdma_start(b, local, remote, len, is_put, rdma_done, module, op);
     if (1 == rc && !rdma_cb_ran) {
         /* "complete at once" without a callback (btl.h allows it): complete it here */
         rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
