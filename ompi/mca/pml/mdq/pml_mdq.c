@@ -503,30 +503,17 @@ void mca_pml_mdq_fatal(int rc, const char *what)
     ompi_rte_abort(rc, NULL);
 }
 
-/* Retry a send request from progress once the BTL has resources. A request
- * is listed at most once (an opal list item must not be appended twice),
- * and leaves the list whenever it is scheduled otherwise (a fragment
- * completion may finish it, and it must not complete while listed). */
+/* Retry a send request from progress once the BTL has resources. Only the
+ * holder of the request's scheduling guard lists it, and it keeps the guard
+ * while listed: completions meanwhile fold into it, so the request is
+ * listed at most once and cannot complete (or be freed) while listed;
+ * progress resumes it with the guard (mca_pml_mdq_send_request_resume). */
 void mca_pml_mdq_send_request_defer(mca_pml_mdq_send_request_t *sendreq)
 {
     OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
-    if (!sendreq->deferred) {
-        sendreq->deferred = true;
-        opal_list_append(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
-        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, 1);
-    }
+    opal_list_append(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
     OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
-}
-
-void mca_pml_mdq_send_request_undefer(mca_pml_mdq_send_request_t *sendreq)
-{
-    OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
-    if (sendreq->deferred) {
-        sendreq->deferred = false;
-        opal_list_remove_item(&mca_pml_mdq.pending_send, (opal_list_item_t *) sendreq);
-        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, -1);
-    }
-    OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
+    OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, 1);
 }
 
 /* A BTL send's return code: busy is retried later (OMPI_ERR_OUT_OF_RESOURCE),
@@ -584,21 +571,23 @@ static int mdq_try_send_ctl(mca_bml_base_btl_t *bml_btl, uint8_t tag, const void
     return mca_pml_mdq_send_rc(rc, "a BTL refused a control message");
 }
 
-int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
-                         const void *hdr, size_t size)
+void mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
+                          const void *hdr, size_t size)
 {
     mdq_pending_ctl_t *pc;
 
+    assert(size <= sizeof(pc->hdr));
     if (NULL == bml_btl) {
         bml_btl = mca_bml_base_btl_array_get_next(&ep->btl_eager);
     }
     if (OPAL_LIKELY(OMPI_SUCCESS == mdq_try_send_ctl(bml_btl, tag, hdr, size))) {
-        return OMPI_SUCCESS;
+        return;
     }
-    /* rare: out of BTL resources. Keep a copy and retry from progress. */
+    /* rare: out of BTL resources. Keep a copy and retry from progress; a
+     * control message cannot be dropped (its peer would wait forever). */
     pc = OBJ_NEW(mdq_pending_ctl_t);
-    if (NULL == pc || size > sizeof(pc->hdr)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (OPAL_UNLIKELY(NULL == pc)) {
+        mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory queueing a control message");
     }
     pc->ep = ep;
     pc->bml_btl = bml_btl;
@@ -606,7 +595,6 @@ int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_bt
     pc->size = size;
     memcpy(pc->hdr, hdr, size);
     mca_pml_mdq_pending_add(&mca_pml_mdq.pending_ctl, &pc->super);
-    return OMPI_SUCCESS;
 }
 
 void mca_pml_mdq_progress_pending(void)
@@ -640,15 +628,12 @@ void mca_pml_mdq_progress_pending(void)
         mca_pml_mdq_send_request_t *req;
         OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);
         req = (mca_pml_mdq_send_request_t *) opal_list_remove_first(&mca_pml_mdq.pending_send);
-        if (NULL != req) {
-            req->deferred = false;
-        }
         OPAL_THREAD_UNLOCK(&mca_pml_mdq.pending_lock);
         if (NULL == req) {
             break;
         }
         OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.pending_count, -1);
-        mca_pml_mdq_send_request_schedule(req);
+        mca_pml_mdq_send_request_resume(req);
     }
 
     OPAL_THREAD_LOCK(&mca_pml_mdq.pending_lock);

@@ -229,13 +229,13 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
 void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc);
 void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 
-/* control messages (header only); queued for retry when resources are short */
-int mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
-                         const void *hdr, size_t size);
+/* control messages (header only); queued for retry when resources are
+ * short, the job ends if one cannot even be queued */
+void mca_pml_mdq_send_ctl(mca_bml_base_endpoint_t *ep, mca_bml_base_btl_t *bml_btl, uint8_t tag,
+                          const void *hdr, size_t size);
 void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
 struct mca_pml_mdq_send_request;
 void mca_pml_mdq_send_request_defer(struct mca_pml_mdq_send_request *sendreq);
-void mca_pml_mdq_send_request_undefer(struct mca_pml_mdq_send_request *sendreq);
 int mca_pml_mdq_send_rc(int rc, const char *what);
 void mca_pml_mdq_progress_pending(void);
 

@@ -205,15 +205,17 @@ static void mdq_recv_ack_sync(mca_pml_mdq_recv_request_t *req, int src, uint64_t
 {
     mdq_hdr_ack_t ack = {.sreq = sreq};
     mca_bml_base_endpoint_t *ep = mdq_recv_peer_ep(req, src);
-    if (OPAL_LIKELY(NULL != ep)) {
-        (void) mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+    if (OPAL_UNLIKELY(NULL == ep)) {
+        /* the sender's MPI_Ssend would wait forever */
+        mca_pml_mdq_fatal(OMPI_ERR_UNREACH, "no endpoint to acknowledge a synchronous send");
     }
+    mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
 }
 
 static void mdq_rget_finished(mca_pml_mdq_recv_request_t *req)
 {
     mdq_hdr_ack_t ack = {.sreq = req->sreq};
-    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
+    mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_ACK, &ack, sizeof(ack));
     OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rget, 1);
     mca_pml_mdq_recv_request_event_done(req);
 }
@@ -249,7 +251,7 @@ static void mdq_recv_request_pipeline(mca_pml_mdq_recv_request_t *req)
     }
     /* with btl/self the fragments (and our completion) may arrive inside
      * this call: req must not be touched afterwards */
-    (void) mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
+    mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
 }
 
 int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
@@ -356,7 +358,7 @@ static bool mdq_recv_request_try_rput(mca_pml_mdq_recv_request_t *req, mca_btl_b
     hdr.c.length = req->length;
     hdr.c.hlen = (uint32_t) hlen;
     hdr.c.pad = 0;
-    (void) mca_pml_mdq_send_ctl(req->ep, ctl, MDQ_TAG_CTS, &hdr, sizeof(mdq_hdr_cts_t) + hlen);
+    mca_pml_mdq_send_ctl(req->ep, ctl, MDQ_TAG_CTS, &hdr, sizeof(mdq_hdr_cts_t) + hlen);
     return true;
 }
 
@@ -488,7 +490,7 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
             mca_pml_mdq_fatal(OMPI_ERR_OUT_OF_RESOURCE, "out of memory holding an early message");
         }
         opal_list_append(&peer->held, &frag->super.super);
-        mca_pml_mdq.counters.held_ooo++;
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.held_ooo, 1);
         OPAL_THREAD_UNLOCK(&mc->lock);
         return;
     }
@@ -725,7 +727,8 @@ static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_p
     tracker->msrc = mh->m.src;
     tracker->arrived = 0;
     opal_list_append(&mc->medium, &tracker->super.super);
-    mca_pml_mdq.counters.medium_direct++; /* under mc->lock, like held_ooo */
+    /* process-wide: mc->lock covers one communicator only */
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium_direct, 1);
     return tracker;
 }
 

@@ -37,7 +37,6 @@ typedef struct mca_pml_mdq_send_request {
     volatile int32_t rdma_pending; /* puts in flight + 1 while scheduling */
     volatile int32_t sched;        /* re-entrancy guard of schedule() */
     int32_t pending_op;
-    bool deferred;                 /* on mca_pml_mdq.pending_send (under pending_lock) */
     bool seq_set;                   /* seq preassigned by a failed inline send */
     uint16_t seq;
     uint8_t protocol;               /* MDQ_TAG_EAGER, MDQ_TAG_EAGER_SYNC or MDQ_TAG_RTS */
@@ -167,6 +166,8 @@ mca_pml_mdq_send_request_t *mca_pml_mdq_send_request_alloc(ompi_communicator_t *
 int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *req);
 void mca_pml_mdq_send_request_event_done(mca_pml_mdq_send_request_t *req);
 void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *req);
+/* a request taken off the pending list: its guard is still held */
+void mca_pml_mdq_send_request_resume(mca_pml_mdq_send_request_t *req);
 
 /* ---- receive side ---- */
 

@@ -397,7 +397,7 @@ static void mdq_puts_finished(mca_pml_mdq_send_request_t *sendreq)
     if (NULL == ctl) {
         ctl = mca_bml_base_btl_array_find(&sendreq->ep->btl_send, sendreq->rdma_btl->btl);
     }
-    (void) mca_pml_mdq_send_ctl(sendreq->ep, ctl, MDQ_TAG_FIN, &fin, sizeof(fin));
+    mca_pml_mdq_send_ctl(sendreq->ep, ctl, MDQ_TAG_FIN, &fin, sizeof(fin));
     OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rput, 1);
     mca_pml_mdq_send_request_event_done(sendreq);
 }
@@ -459,24 +459,18 @@ static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_schedule
     return OMPI_SUCCESS;
 }
 
-/* Runs the request's pending step. Re-entrant calls (a BTL may deliver the
- * peer's CTS or complete a fragment inside our own send call, e.g. btl/self)
- * are folded into the running one, which then loops. Each phase that
- * finishes releases its token after the loop. Queues the request for retry
- * when a BTL is out of resources. */
-void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
+/* Runs the request's pending step; the caller holds the scheduling guard
+ * (sched >= 1). Re-entrant calls (a BTL may deliver the peer's CTS or
+ * complete a fragment inside our own send call, e.g. btl/self) are folded
+ * into the running one, which then loops. Each phase that finishes releases
+ * its token after the loop. When a BTL is out of resources the request is
+ * listed for retry from progress and keeps the guard. */
+static void mdq_schedule_held(mca_pml_mdq_send_request_t *sendreq)
 {
     int tokens = 0;
     bool puts_done = false;
     int32_t prev;
 
-    if (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, 1) > 1) {
-        return;
-    }
-    if (OPAL_UNLIKELY(sendreq->deferred)) {
-        /* scheduled by a completion while waiting for resources */
-        mca_pml_mdq_send_request_undefer(sendreq);
-    }
     do {
         int rc = OMPI_SUCCESS;
         bool done = false;
@@ -512,10 +506,7 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
             break;
         }
         if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
-            /* listed before the guard drops: whoever schedules it next
-             * takes it off the list */
-            mca_pml_mdq_send_request_defer(sendreq);
-            (void) OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -sendreq->sched);
+            mca_pml_mdq_send_request_defer(sendreq);   /* keeps the guard */
             break;
         }
     } while (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, -prev) > 0);
@@ -527,6 +518,18 @@ void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
     while (tokens-- > 0) {
         mca_pml_mdq_send_request_event_done(sendreq);
     }
+}
+
+void mca_pml_mdq_send_request_schedule(mca_pml_mdq_send_request_t *sendreq)
+{
+    if (OPAL_THREAD_ADD_FETCH32(&sendreq->sched, 1) == 1) {
+        mdq_schedule_held(sendreq);
+    }
+}
+
+void mca_pml_mdq_send_request_resume(mca_pml_mdq_send_request_t *sendreq)
+{
+    mdq_schedule_held(sendreq);
 }
 
 int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
@@ -583,7 +586,6 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     sendreq->outstanding = 0;
     sendreq->rdma_pending = 0;
     sendreq->sched = 0;
-    sendreq->deferred = false;
     sendreq->pending_op = MDQ_PENDING_START;
 
     bml_btl = mca_bml_base_btl_array_get_index(&sendreq->ep->btl_eager, 0);
