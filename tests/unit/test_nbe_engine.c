@@ -509,6 +509,41 @@ START_TEST(rma_ready_answers_without_counting)
 }
 END_TEST
 
+static int taken_count;
+static void take_one(void *ctx, nbe_op_t *op)
+{
+    (void) ctx;
+    ck_assert_int_eq(op->target, 1);
+    taken_count++;
+    free(op);
+}
+
+/* a failed engine hands back the operations it recorded and never issued
+ * (their requests must end), and keeps its first failure's code */
+START_TEST(failed_engine_hands_back_recorded_ops)
+{
+    sim_init(2, 0);
+    nbe_req_t *l;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    put(0, 1, 1, 11, NBE_OK);                         /* recorded: no grant yet */
+    put(0, 1, 2, 22, NBE_OK);
+    ck_assert_uint_eq(nbe_engine_buffered(S.e[0]), 2);
+    taken_count = 0;
+    nbe_engine_take_recorded(S.e[0], take_one, NULL); /* not failed: nothing */
+    ck_assert_int_eq(taken_count, 0);
+    nbe_engine_fail_peer(S.e[0]);
+    nbe_engine_fail(S.e[0]);                          /* later failures keep the code */
+    ck_assert_int_eq(nbe_engine_failed(S.e[0]), NBE_ERR_PEER);
+    nbe_engine_take_recorded(S.e[0], take_one, NULL);
+    ck_assert_int_eq(taken_count, 2);
+    ck_assert_uint_eq(nbe_engine_buffered(S.e[0]), 0);
+    nbe_engine_take_recorded(S.e[0], take_one, NULL); /* handed back once */
+    ck_assert_int_eq(taken_count, 2);
+    nbe_req_free(l);
+    sim_fini();
+}
+END_TEST
+
 /* flush of one target without a request: the FLUSH_REQ leaves at once, the
  * flush is reached when the target's acknowledgement covers every operation;
  * a leg that is not ready (no grant yet) sends the caller to nbe_iflush */
@@ -1313,6 +1348,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_nocheck);
     tcase_add_test(tc, direct_generation_tracks_epochs);
     tcase_add_test(tc, rma_ready_answers_without_counting);
+    tcase_add_test(tc, failed_engine_hands_back_recorded_ops);
     tcase_add_test(tc, flush_begin_and_reached);
     tcase_add_loop_test(tc, flush_local_and_all, 0, 2);
     tcase_add_test(tc, win_test_polls_exposure);

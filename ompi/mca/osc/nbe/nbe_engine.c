@@ -116,8 +116,10 @@ static int is_passive(nbe_epoch_kind_t k)
     return NBE_EP_LOCK == k || NBE_EP_LOCK_ALL == k;
 }
 
+/* the first failure's code stays: it says what the window reports */
 static void fail_with(nbe_engine_t *e, int code)
 {
+    if (0 != e->failed) return;
     e->failed = code;
     e->dirty = 1;
     e->gen++;
@@ -130,12 +132,12 @@ void nbe_engine_fail(nbe_engine_t *e)
 
 void nbe_engine_fail_peer(nbe_engine_t *e)
 {
-    if (0 == e->failed) fail_with(e, NBE_ERR_PEER);
+    fail_with(e, NBE_ERR_PEER);
 }
 
 void nbe_engine_fail_comm(nbe_engine_t *e)
 {
-    if (0 == e->failed) fail_with(e, NBE_ERR_COMM);
+    fail_with(e, NBE_ERR_COMM);
 }
 
 /* a peer's trait, created on first touch. Without memory for it the engine
@@ -1615,6 +1617,21 @@ int nbe_engine_failed(const nbe_engine_t *e)
 int nbe_engine_idle(const nbe_engine_t *e)
 {
     return NULL == e->head && 0 == e->pending_local_total && NULL == e->watch;
+}
+
+void nbe_engine_take_recorded(nbe_engine_t *e, void (*fn)(void *ctx, nbe_op_t *op), void *ctx)
+{
+    if (0 == e->failed) return;
+    for (nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        while (ep->qh) {
+            nbe_op_t *op = ep->qh;
+            ep->qh = op->next;
+            ep->queued--;
+            e->queued_total--;
+            fn(ctx, op);
+        }
+        ep->qt = NULL;
+    }
 }
 
 size_t nbe_engine_buffered(const nbe_engine_t *e)

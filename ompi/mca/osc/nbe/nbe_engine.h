@@ -238,6 +238,10 @@ uint64_t nbe_engine_generation(const nbe_engine_t *eng);
 void     nbe_rma_direct_again(nbe_engine_t *eng);
 /* NBE_OK if an open access epoch covers target (no side effects) */
 int nbe_check_access(nbe_engine_t *eng, int target);
+/* A failed engine issues nothing more: hands each operation still recorded
+ * in its epochs (never issued) to fn, which ends it, and forgets it. Does
+ * nothing while the engine has not failed. */
+void nbe_engine_take_recorded(nbe_engine_t *eng, void (*fn)(void *ctx, nbe_op_t *op), void *ctx);
 /* the glue finished an issued op locally (data sent / result arrived) */
 void nbe_op_local_done(nbe_engine_t *eng, int target);
 

@@ -383,7 +383,8 @@ void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_free_abandoned(ompi_osc_nbe_module_t *module);
 /* op has every fragment out and waits for replies */
 void ompi_osc_nbe_await_replies(ompi_osc_nbe_op_t *op);
-/* the window failed: ops waiting for replies end with MPI_ERR_OTHER */
+/* the window failed: ops still recorded (never issued) and ops waiting for
+ * replies end with MPI_ERR_OTHER */
 void ompi_osc_nbe_abandon_awaiting(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_progress_module(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req);

@@ -468,7 +468,10 @@ void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
     /* only the window that failed itself tells: its peers learn it from
      * it, so a failure costs size - 1 frames, not size^2 */
     int failed = nbe_engine_failed(module->engine);
-    if (NBE_ERR_NOMEM != failed && NBE_ERR_COMM != failed) return;
+    if (NBE_ERR_NOMEM != failed && NBE_ERR_COMM != failed) {
+        module->failure_told = module->size;   /* nothing to tell: do not ask again */
+        return;
+    }
     nbe_am_hdr_t hdr;
     memset(&hdr, 0, sizeof(hdr));
     hdr.type = NBE_AM_FAILED;
@@ -607,8 +610,8 @@ void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
     if (OPAL_UNLIKELY(NULL == q)) {
         opal_output(0, "osc/nbe: out of memory queueing an operation; the window fails");
         nbe_engine_fail(module->engine);
-        /* once a fragment left, replies may still name the op: it stays */
-        if (0 == op->next_frag) ompi_osc_nbe_op_fail(op, MPI_ERR_NO_MEM);
+        /* ends its request; kept while a reply may still name it */
+        ompi_osc_nbe_op_abandon(op);
         return;
     }
     OBJ_CONSTRUCT(&q->super, opal_list_item_t);
@@ -692,25 +695,36 @@ static unsigned long long pv_rdma_local;  /* transfers complete at the origin, n
 static unsigned long long pv_rdma_fin;    /* transfers followed by a counted FIN */
 static unsigned long long pv_rdma_direct; /* of those complete at the origin: past the op object */
 
-/* BTL modules seen completing an RDMA transfer inside the btl_put/btl_get
- * call (vader's CMA/XPMEM/KNEM single copy; not its emulated mode, whose
- * callback waits for the target's progress): only these take
- * ompi_osc_nbe_rdma_now, so that it never waits for a peer */
-#define NBE_SYNC_BTLS_MAX 8
-static const mca_btl_base_module_t *sync_btls[NBE_SYNC_BTLS_MAX];
-static int nsync_btls;
+/* BTL transfer functions (btl_put/btl_get) seen completing a transfer,
+ * successfully, inside the call (vader's CMA/XPMEM/KNEM single copy; not
+ * its emulation, whose callback waits for the target's progress): only
+ * these take ompi_osc_nbe_rdma_now, so that it never waits for a peer.
+ * Keyed by function, not module: vader picks single copy or emulation per
+ * peer under one module. */
+#define NBE_SYNC_FNS_MAX 8
+static const void *sync_fns[NBE_SYNC_FNS_MAX];
+static int nsync_fns;
 
-static bool btl_completes_in_call(const mca_btl_base_module_t *btl)
+static const void *transfer_fn(const mca_btl_base_module_t *btl, bool is_put)
 {
-    for (int i = 0; i < nsync_btls; ++i) {
-        if (sync_btls[i] == btl) return true;
+    /* compared only, never called through this pointer */
+    return is_put ? (const void *) (uintptr_t) btl->btl_put : (const void *) (uintptr_t) btl->btl_get;
+}
+
+static bool btl_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
+{
+    const void *fn = transfer_fn(btl, is_put);
+    for (int i = 0; i < nsync_fns; ++i) {
+        if (sync_fns[i] == fn) return true;
     }
     return false;
 }
 
-static void note_completes_in_call(const mca_btl_base_module_t *btl)
+static void note_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
 {
-    if (!btl_completes_in_call(btl) && nsync_btls < NBE_SYNC_BTLS_MAX) sync_btls[nsync_btls++] = btl;
+    if (!btl_completes_in_call(btl, is_put) && nsync_fns < NBE_SYNC_FNS_MAX) {
+        sync_fns[nsync_fns++] = transfer_fn(btl, is_put);
+    }
 }
 
 /* the transfer whose btl_put/btl_get call is on the stack, and whether its
@@ -886,7 +900,7 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
     }
     mca_bml_base_btl_t *b = module->rdma_now_btl;
     /* until the general path has seen it complete a transfer in the call */
-    return NULL != b && btl_completes_in_call(b->btl) ? b : NULL;
+    return NULL != b && btl_completes_in_call(b->btl, is_put) ? b : NULL;
 }
 
 static void rdma_now_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
@@ -901,13 +915,13 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
                           void *local, uint64_t remote, size_t len, bool is_put)
 {
     volatile int status = 1;    /* 1: the callback has not run */
-    int rc = rdma_start(b, local, remote, len, is_put, rdma_now_done, module, (void *) &status);
+    int rc = rdma_start(b, local, remote, len, is_put, rdma_now_done, NULL, (void *) &status);
     if (1 == rc && 1 == status) status = OPAL_SUCCESS;  /* complete, no callback (btl.h allows it) */
     if (OPAL_SUCCESS != rc && 1 != rc) return 1;         /* busy or refused: the general path */
-    /* this BTL completed inside the call before; should it not now, its
-     * callback is still what says the data is in place */
-    while (1 == status && !nbe_engine_failed(module->engine)) opal_progress();
-    if (1 == status) return MPI_ERR_OTHER;   /* the window failed meanwhile */
+    /* this function completed inside the call before; should it not now,
+     * its callback is still what says the data is in place, and it points
+     * at status on this stack: wait for it whatever else happens */
+    while (1 == status) opal_progress();
     if (OPAL_SUCCESS != status) {
         link_failed(module, peer, status);
         return MPI_ERR_OTHER;
@@ -942,7 +956,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
         rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
-    if (rdma_cb_ran) note_completes_in_call(b->btl);
+    if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) note_completes_in_call(b->btl, is_put);
     if (OPAL_SUCCESS != rc && 1 != rc) return -1;
     /* op is gone if the callback ran; if it will run later, MPI_Win_free
      * waits for it */
@@ -973,6 +987,12 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (NULL == mod && NBE_AM_FAILED == hdr.type) return;   /* freed here already */
     if (NULL == mod) {
         opal_output(0, "osc/nbe: frame for unknown window %u from %d dropped", hdr.cid, hdr.src);
+        return;
+    }
+    if (OPAL_UNLIKELY(hdr.src < 0 || hdr.src >= ((ompi_osc_nbe_module_t *) mod)->size)) {
+        /* every handler below indexes per-peer state by it */
+        opal_output(0, "osc/nbe: frame for window %u from rank %d outside it dropped", hdr.cid,
+                    (int) hdr.src);
         return;
     }
     if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0)) {

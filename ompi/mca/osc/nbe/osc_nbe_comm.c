@@ -123,8 +123,20 @@ static void stop_awaiting(ompi_osc_nbe_op_t *op)
     op->awaiting = false;
 }
 
+/* an operation a failed engine never issued: its request ends with the
+ * error, nothing of it left the process */
+static void drop_recorded(void *ctx, nbe_op_t *eop)
+{
+    (void) ctx;
+    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) eop;
+    if (op->req) op->req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
+    request_complete(op->req);
+    ompi_osc_nbe_op_free(op);
+}
+
 void ompi_osc_nbe_abandon_awaiting(ompi_osc_nbe_module_t *module)
 {
+    nbe_engine_take_recorded(module->engine, drop_recorded, module);
     while (module->awaiting) ompi_osc_nbe_op_abandon(module->awaiting);
 }
 
@@ -1062,19 +1074,28 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (!ompi_osc_nbe_rdma_sized(len, is_put) || len != dt_bytes(target_dt, target_count)) return 1;
     /* the epoch, then the range (an error leaves the epoch untouched), then
      * the go-ahead (which marks the epoch as having operations) */
+    ompi_osc_nbe_request_t *req = NULL;
     int rc = nbe_check_access(module->engine, target);
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    if (NBE_OK != rc) {
+        rc = ompi_osc_nbe_err(rc);
+        goto fail;
+    }
     rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
-    if (OMPI_SUCCESS != rc) return rc;
+    if (OMPI_SUCCESS != rc) goto fail;
     rc = nbe_rma_ready(module->engine, target, &passive);
     if (NBE_AGAIN == rc) return 1;
-    if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
+    if (NBE_OK != rc) {
+        rc = ompi_osc_nbe_err(rc);
+        goto fail;
+    }
     struct mca_bml_base_btl_t *b = ompi_osc_nbe_rdma_now_btl(module, target, len, is_put, 0 != passive);
     if (NULL == b) return 1;
-    ompi_osc_nbe_request_t *req = NULL;
     if (request) {
         req = new_request(module);
-        if (NULL == req) return OMPI_ERR_OUT_OF_RESOURCE;
+        if (NULL == req) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            goto fail;
+        }
     }
     rc = ompi_osc_nbe_rdma_now(module, b, target, (char *) origin + origin_dt->super.true_lb,
                                addr + (uint64_t) target_dt->super.true_lb, len, is_put);
@@ -1082,9 +1103,9 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
         if (req) {
             OMPI_REQUEST_FINI(&req->super);
             OBJ_RELEASE(req);
-            if (1 != rc) *request = MPI_REQUEST_NULL;
         }
-        return rc;
+        if (1 == rc) return 1;
+        goto fail;
     }
     nbe_rma_direct_again(module->engine);
     module->bytes += len;
@@ -1093,6 +1114,9 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
         ompi_request_complete(&req->super, true);
     }
     return OMPI_SUCCESS;
+fail:
+    if (request) *request = MPI_REQUEST_NULL;   /* as the general path leaves it */
+    return rc;
 }
 
 /* put and get differ only in the direction of the transfer (a get lands in

@@ -532,8 +532,12 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         opal_progress();
         failed = 0 != nbe_engine_failed(module->engine);
     }
-    /* a failed window's replies may never come */
-    if (failed) ompi_osc_nbe_abandon_awaiting(module);
+    if (failed) {
+        /* also when it failed during the wait above */
+        ompi_osc_nbe_tell_failure(module, true);
+        /* a failed window's replies may never come */
+        ompi_osc_nbe_abandon_awaiting(module);
+    }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
 
     opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
