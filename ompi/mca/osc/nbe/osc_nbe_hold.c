@@ -92,19 +92,13 @@ static bool frame_ready(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
     return true;
 }
 
-/* frames of src are held: the count in src's win_traits entry, or a scan
- * for a rank outside the window (no entry). Out of memory the engine hands
- * out a scratch entry, and the window has failed: its counts no longer
- * matter. */
+/* frames of src are held: the count in src's win_traits entry (src is a
+ * rank of the window: am_callback drops other frames). Out of memory the
+ * engine hands out a scratch entry, and the window has failed: its counts
+ * no longer matter. */
 static bool holds_from(ompi_osc_nbe_module_t *module, int src)
 {
-    nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, src);
-    if (NULL != origin) return 0 != origin->held_frames;
-    held_frame_t *h;
-    OPAL_LIST_FOREACH (h, &module->held, held_frame_t) {
-        if (h->hdr.src == src) return true;
-    }
-    return false;
+    return 0 != nbe_engine_peer_info(module->engine, src)->held_frames;
 }
 
 static void keep_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
@@ -144,8 +138,7 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
         return;
     }
     opal_list_append(&module->held, &h->super);
-    nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, hdr->src);
-    if (NULL != origin) origin->held_frames++;
+    nbe_engine_peer_info(module->engine, hdr->src)->held_frames++;
     module->held_bytes += sizeof(*h) + h->paylen;
     pv_held++;
 }
@@ -178,18 +171,6 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     return hold;
 }
 
-/* an earlier held frame of the same origin (it goes first): a scan, for an
- * origin outside the window (no win_traits entry) */
-static bool held_before(const ompi_osc_nbe_module_t *module, const held_frame_t *frame)
-{
-    held_frame_t *h;
-    OPAL_LIST_FOREACH (h, &module->held, held_frame_t) {
-        if (h == frame) return false;
-        if (h->hdr.src == frame->hdr.src) return true;
-    }
-    return false;
-}
-
 /* Applies every held frame whose grant exists and that no earlier held
  * frame of its origin precedes, in arrival order. A frame that stays marks
  * its origin for the rest of the pass (in the origin's win_traits entry), so
@@ -210,13 +191,13 @@ int ompi_osc_nbe_hold_release(ompi_osc_nbe_module_t *module)
     if (0 == ++module->held_pass) module->held_pass = 1;
     OPAL_LIST_FOREACH_SAFE (h, next, &module->held, held_frame_t) {
         nbe_peer_info_t *origin = nbe_engine_peer_info(module->engine, h->hdr.src);
-        bool blocked = NULL != origin ? origin->held_pass == module->held_pass : held_before(module, h);
-        if (blocked || !frame_ready(module, &h->hdr, h->payload, h->paylen)) {
-            if (NULL != origin) origin->held_pass = module->held_pass;
+        if (origin->held_pass == module->held_pass ||
+            !frame_ready(module, &h->hdr, h->payload, h->paylen)) {
+            origin->held_pass = module->held_pass;   /* its later frames wait too */
             continue;
         }
         opal_list_remove_item(&module->held, &h->super);
-        if (NULL != origin) origin->held_frames--;
+        origin->held_frames--;
         module->held_bytes -= sizeof(*h) + h->paylen;
         ompi_osc_nbe_apply_frame_now(module, &h->hdr, h->payload, h->paylen);
         OBJ_DESTRUCT(&h->super);
