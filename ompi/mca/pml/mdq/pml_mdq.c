@@ -523,8 +523,7 @@ int mca_pml_mdq_send_rc(int rc, const char *what)
     if (OPAL_LIKELY(rc >= 0)) {
         return OMPI_SUCCESS;
     }
-    if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc
-        || OPAL_ERR_RESOURCE_BUSY == rc) {
+    if (mca_pml_mdq_btl_busy(rc)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     mca_pml_mdq_fatal(rc, what);

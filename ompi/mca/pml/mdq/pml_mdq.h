@@ -237,6 +237,12 @@ void mca_pml_mdq_pending_add(opal_list_t *list, opal_list_item_t *item);
 struct mca_pml_mdq_send_request;
 void mca_pml_mdq_send_request_defer(struct mca_pml_mdq_send_request *sendreq);
 int mca_pml_mdq_send_rc(int rc, const char *what);
+/* a BTL call refused for want of resources: retry later */
+static inline bool mca_pml_mdq_btl_busy(int rc)
+{
+    return OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc
+           || OPAL_ERR_RESOURCE_BUSY == rc;
+}
 void mca_pml_mdq_progress_pending(void);
 
 /* completion callback for descriptors that need no action */

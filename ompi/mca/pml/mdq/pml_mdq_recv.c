@@ -285,7 +285,7 @@ int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
                               MCA_BTL_NO_ORDER, mdq_get_done, req);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             OPAL_THREAD_ADD_FETCH32(&req->rdma_pending, -1);
-            if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            if (mca_pml_mdq_btl_busy(rc)) {
                 req->pending_op = MDQ_PENDING_GETS;
                 mca_pml_mdq_pending_add(&mca_pml_mdq.pending_recv, (opal_list_item_t *) req);
                 return OMPI_SUCCESS;

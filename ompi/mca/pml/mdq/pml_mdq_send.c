@@ -313,7 +313,7 @@ static size_t mdq_piece_header(mca_pml_mdq_send_request_t *sendreq, void *buf, u
 }
 
 /* Pipeline and medium messages: stream the data in pieces of at most the
- * BTL max send size. A contiguous piece first tries btl_sendi (the BTL
+ * BTL max send size (medium: pml_mdq_medium_piece_size when set). A contiguous piece first tries btl_sendi (the BTL
  * copies it and the piece is done at once). Sets *all_scheduled when every
  * byte has been handed to a BTL. */
 static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
@@ -331,7 +331,7 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
             mdq_hdr_medium_t m;
             mdq_hdr_mfrag_t c;
         } hdr;
-        size_t size, hsize;
+        size_t size, hsize, cap;
         uint8_t tag;
         int rc;
 
@@ -342,12 +342,10 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         btl = bml_btl->btl;
         hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (MDQ_TAG_FRAG != tag) {
-            if (size > mca_pml_mdq_medium_piece_max(btl, hsize)) {
-                size = mca_pml_mdq_medium_piece_max(btl, hsize);
-            }
-        } else if (size > btl->btl_max_send_size - hsize) {
-            size = btl->btl_max_send_size - hsize;
+        cap = MDQ_TAG_FRAG != tag ? mca_pml_mdq_medium_piece_max(btl, hsize)
+                                  : btl->btl_max_send_size - hsize;
+        if (size > cap) {
+            size = cap;
         }
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
@@ -448,7 +446,7 @@ static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_schedule
                               MCA_BTL_NO_ORDER, mdq_put_done, sendreq);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             OPAL_THREAD_ADD_FETCH32(&sendreq->rdma_pending, -1);
-            if (OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            if (mca_pml_mdq_btl_busy(rc)) {
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
             mca_pml_mdq_fatal(rc, "an RDMA put failed to start");
