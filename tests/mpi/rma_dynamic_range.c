@@ -145,6 +145,14 @@ int main(int argc, char **argv)
     n += range_err(MPI_Win_fence(MPI_MODE_NOSUCCEED, win), "fence");
     expect_reported(n, 1, "put outside in a fence epoch");
 
+    /* 4. lock epoch with MPI_MODE_NOCHECK: no lock message, same report */
+    MPI_Win_lock(MPI_LOCK_SHARED, right, MPI_MODE_NOCHECK, win);
+    n = range_err(MPI_Put(vals + 1, 1, MPI_INT, right, t_outside, 1, MPI_INT, win),
+                  "put in a NOCHECK lock epoch");
+    n += range_err(MPI_Win_unlock(right, win), "unlock (NOCHECK)");
+    expect_reported(n, 1, "put outside in a NOCHECK lock epoch");
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* what each rank's memory holds: the refused accesses left no trace */
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < N; ++i) {
@@ -176,7 +184,37 @@ int main(int argc, char **argv)
     MPI_Win_detach(win, pair + N);
     MPI_Win_detach(win, big_in);
     MPI_Win_detach(win, region);
-    MPI_Win_free(&win);
+
+    /* 5. a refusal in the last epoch before MPI_Win_free (PSCW: the origin's
+     * complete does not wait for the target) is reported by MPI_Win_free at
+     * the latest; the window is gone either way */
+    MPI_Group world_group, right_group, left_group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, 1, &right, &right_group);
+    MPI_Group_incl(world_group, 1, &left, &left_group);
+    MPI_Win_post(left_group, 0, win);
+    MPI_Win_start(right_group, 0, win);
+    n = range_err(MPI_Put(vals + 1, 1, MPI_INT, right, t_outside, 1, MPI_INT, win),
+                  "put in the last PSCW epoch");
+    n += range_err(MPI_Win_complete(win), "complete");
+    n += range_err(MPI_Win_wait(win), "wait");
+    n += range_err(MPI_Win_free(&win), "free");
+    expect_reported(n, 1, "put outside in the last epoch before MPI_Win_free");
+    if (MPI_WIN_NULL != win) {
+        /* Open MPI keeps the handle when free returns an error: it is
+         * invalid now, and freeing it again is an error, not a crash */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Win_free(&win);
+        int cls = MPI_SUCCESS;
+        MPI_Error_class(rc, &cls);
+        if (MPI_ERR_WIN != cls) {
+            fprintf(stderr, "[%d] second free: error class %d, expected MPI_ERR_WIN\n", rank, cls);
+            errs++;
+        }
+    }
+    MPI_Group_free(&left_group);
+    MPI_Group_free(&right_group);
+    MPI_Group_free(&world_group);
     free(addr);
     return test_finish();
 }

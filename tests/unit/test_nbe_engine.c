@@ -898,6 +898,38 @@ START_TEST(memory_per_untouched_peer)
 }
 END_TEST
 
+/* each touched peer is visited once, untouched ones never */
+static void sum_ranks(void *ctx, int rank, nbe_peer_info_t *info)
+{
+    long *acc = ctx;
+    acc[0] += rank;
+    acc[1] += 1;
+    acc[2] += info->refused;
+}
+
+START_TEST(each_peer_info_visits_touched_peers)
+{
+    static int ctx0 = 0;
+    memset(&S, 0, sizeof(S));
+    S.n = 1;
+    nbe_engine_t *e = nbe_engine_create(0, 1000000, &TX, &ctx0);
+    long acc[3] = { 0, 0, 0 }, want = 0;
+    nbe_engine_each_peer_info(e, sum_ranks, acc);
+    ck_assert_int_eq(acc[1], 0);
+    for (int r = 0; r < 100; ++r) {
+        nbe_peer_info_t *pi = nbe_engine_peer_info(e, r * 9973);
+        ck_assert_ptr_nonnull(pi);
+        pi->refused = 1;
+        want += r * 9973;
+    }
+    nbe_engine_each_peer_info(e, sum_ranks, acc);
+    ck_assert_int_eq(acc[0], want);
+    ck_assert_int_eq(acc[1], 100);
+    ck_assert_int_eq(acc[2], 100);
+    nbe_engine_destroy(e);
+}
+END_TEST
+
 /* many epochs opened back to back stay deferred and activate in order */
 START_TEST(deferred_epochs_fifo)
 {
@@ -1342,6 +1374,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, flush_now_fast_path, 0, 2);
     tcase_add_test(tc, traits_are_sparse);
     tcase_add_test(tc, memory_per_untouched_peer);
+    tcase_add_test(tc, each_peer_info_visits_touched_peers);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, ops_know_passive_epochs);

@@ -1691,6 +1691,24 @@ nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *e, int rank)
     return tr ? &tr->info : NULL;
 }
 
+struct each_info {
+    void (*fn)(void *ctx, int rank, nbe_peer_info_t *info);
+    void *ctx;
+};
+
+static void each_info_of(void *ctx, nbe_trait_t *tr)
+{
+    struct each_info *w = ctx;
+    w->fn(w->ctx, tr->rank, &tr->info);
+}
+
+void nbe_engine_each_peer_info(nbe_engine_t *e,
+                               void (*fn)(void *ctx, int rank, nbe_peer_info_t *info), void *ctx)
+{
+    struct each_info w = { fn, ctx };
+    nbe_traits_each(&e->traits, each_info_of, &w);
+}
+
 size_t nbe_engine_memory(const nbe_engine_t *e)
 {
     size_t bytes = sizeof(*e) + nbe_traits_memory(&e->traits) + e->loop_cap * sizeof(nbe_ctrl_t);

@@ -264,6 +264,10 @@ int nbe_progress(nbe_engine_t *eng);
  * touch; NULL on ENOMEM). The pointer stays valid until the engine is
  * destroyed. */
 nbe_peer_info_t *nbe_engine_peer_info(nbe_engine_t *eng, int rank);
+/* calls fn(ctx, rank, info) for the glue's data of every touched peer (in
+ * no particular order, each once); fn must not touch further peers */
+void nbe_engine_each_peer_info(nbe_engine_t *eng,
+                               void (*fn)(void *ctx, int rank, nbe_peer_info_t *info), void *ctx);
 /* heap bytes held by the engine (traits, epochs, queues) */
 size_t nbe_engine_memory(const nbe_engine_t *eng);
 

@@ -90,6 +90,13 @@ nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
     return tr;
 }
 
+void nbe_traits_each(nbe_traits_t *t, void (*fn)(void *ctx, nbe_trait_t *tr), void *ctx)
+{
+    for (size_t i = 0; i < t->cap; ++i) {
+        if (NULL != t->slots[i]) fn(ctx, t->slots[i]);
+    }
+}
+
 int nbe_trait_push_done(nbe_trait_t *tr, uint64_t id, uint64_t ops)
 {
     if (tr->done_count == tr->done_cap) {

@@ -87,6 +87,10 @@ nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank);
 /* lookup, creating a zeroed trait on first touch (NULL on ENOMEM) */
 nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank);
 
+/* calls fn(ctx, trait) for every touched peer, in no particular order; fn
+ * must not create or remove traits */
+void         nbe_traits_each(nbe_traits_t *t, void (*fn)(void *ctx, nbe_trait_t *tr), void *ctx);
+
 /* DONE queue of a trait, ordered by id: insert (0, or -1 on ENOMEM),
  * lowest id (NULL if none), drop the lowest */
 int               nbe_trait_push_done(nbe_trait_t *tr, uint64_t id, uint64_t ops);

@@ -100,6 +100,8 @@ typedef struct ompi_osc_nbe_module {
     /* target: peers with a refused access not yet reported (each report
      * rides on the next control message to that peer) */
     int                    refusals_untold;
+    /* target, in MPI_Win_free: NBE_AM_NOTE frames not acknowledged yet */
+    int                    notes_unacked;
     /* a failed window tells every peer (NBE_AM_FAILED), in rank order:
      * ranks below failure_told have been told */
     int                    failure_told;
@@ -175,8 +177,12 @@ enum {
     NBE_AM_GEOM_REP, /* the answer: payload ompi_osc_nbe_peer_t */
     NBE_AM_PUT_MULTI,/* small put fragments packed in one frame, each counted,
                         possibly closed by a control message */
-    NBE_AM_FAILED    /* the sender's copy of the window failed: the
+    NBE_AM_FAILED,   /* the sender's copy of the window failed: the
                         receiver's fails too instead of waiting for it */
+    NBE_AM_NOTE,     /* in MPI_Win_free: the sender refused an access of the
+                        receiver (op_idx: the error code) no control
+                        message reported */
+    NBE_AM_NOTE_ACK  /* the answer to an NBE_AM_NOTE */
 };
 
 /* one record inside an NBE_AM_PUT_MULTI frame: a put fragment (its data
@@ -319,13 +325,18 @@ size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg);
 /* hand an arrived control message to the engine (traced at verbosity 50) */
 void ompi_osc_nbe_deliver_ctrl(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
-/* a refused access is reported on the next control message to its origin:
- * the target marks the message, the origin notes the error */
 /* a failed window tells its peers, so that none waits for it: as far as
  * the BTLs take the frames now (all: until every peer is told) */
 void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all);
+/* a refused access is reported on the next control message to its origin:
+ * the target marks the message, the origin notes the error */
 void ompi_osc_nbe_note_refusal(ompi_osc_nbe_module_t *module, int peer, nbe_ctrl_t *msg);
 void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg);
+/* MPI_Win_free, before its barrier: the refusals no control message told
+ * go to their origins in NBE_AM_NOTE frames, and return once every origin
+ * acknowledged (or the window failed), so each origin's MPI_Win_free
+ * returns the error */
+void ompi_osc_nbe_tell_refusals(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *op);
 void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req);
 int  ompi_osc_nbe_drain(ompi_osc_nbe_module_t *module);

@@ -315,6 +315,43 @@ void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg
     note_remote_error(module, NOTE_REFUSED_RANGE == msg->note ? OMPI_ERR_RMA_RANGE : MPI_ERR_NO_MEM);
 }
 
+static void send_note(ompi_osc_nbe_module_t *module, int peer, int type, int code)
+{
+    nbe_am_hdr_t hdr;
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.type = (uint8_t) type;
+    hdr.src = module->rank;
+    hdr.cid = module->cid;
+    hdr.op_idx = code;
+    /* queued when the BTL is busy; a link that broke fails the window */
+    if (OMPI_SUCCESS == ompi_osc_nbe_send_frame(module, peer, &hdr, NULL, 0, true) &&
+        NBE_AM_NOTE == type) {
+        module->notes_unacked++;
+    }
+}
+
+static void tell_untold(void *ctx, int rank, ompi_osc_nbe_peer_t *g)
+{
+    ompi_osc_nbe_module_t *module = ctx;
+    if (0 == g->refused) return;
+    if (rank == module->rank) {
+        note_remote_error(module, g->refused);
+    } else {
+        send_note(module, rank, NBE_AM_NOTE, g->refused);
+    }
+    g->refused = 0;
+    module->refusals_untold--;
+}
+
+void ompi_osc_nbe_tell_refusals(ompi_osc_nbe_module_t *module)
+{
+    if (OPAL_LIKELY(0 == module->refusals_untold)) return;
+    nbe_engine_each_peer_info(module->engine, tell_untold, module);
+    while (0 != module->notes_unacked && 0 == nbe_engine_failed(module->engine)) {
+        opal_progress();
+    }
+}
+
 static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
 {
     struct put_target *t = ctx;
@@ -376,6 +413,13 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
                             "osc/nbe %d: window %u failed at rank %d; it fails here too", module->rank,
                             module->cid, hdr->src);
         nbe_engine_fail_peer(module->engine);
+        return;
+    case NBE_AM_NOTE:
+        note_remote_error(module, hdr->op_idx);
+        send_note(module, hdr->src, NBE_AM_NOTE_ACK, 0);
+        return;
+    case NBE_AM_NOTE_ACK:
+        if (module->notes_unacked > 0) module->notes_unacked--;
         return;
     case NBE_AM_PUT_MULTI:
         /* packed small puts, each one counted operation, in order with the

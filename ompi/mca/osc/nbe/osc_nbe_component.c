@@ -532,13 +532,20 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         opal_progress();
         failed = 0 != nbe_engine_failed(module->engine);
     }
+    if (!failed) {
+        ompi_osc_nbe_tell_refusals(module);
+        failed = 0 != nbe_engine_failed(module->engine);
+    }
     if (failed) {
-        /* also when it failed during the wait above */
+        /* also when it failed during the waits above */
         ompi_osc_nbe_tell_failure(module, true);
         /* a failed window's replies may never come */
         ompi_osc_nbe_abandon_awaiting(module);
     }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
+    /* an access a target refused and reported late (in the barrier at the
+     * latest: the target waited for our ack before entering it) */
+    if (OMPI_SUCCESS == ret && 0 != module->remote_error) ret = module->remote_error;
 
     opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
     if (last_looked_up == module) last_looked_up = NULL;
@@ -549,6 +556,9 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     }
     win->w_osc_module = NULL;
     module_release(module);
+    /* on an error Open MPI keeps the handle (ompi_win_free): it must not
+     * reach this module again */
+    if (OMPI_SUCCESS != ret) win->w_flags |= OMPI_WIN_FREED;
     return ret;
 }
 

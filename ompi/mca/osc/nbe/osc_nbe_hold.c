@@ -153,7 +153,8 @@ bool ompi_osc_nbe_hold_early(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
         if (OPAL_LIKELY(!early)) return false;
         hold = !frame_ready(module, hdr, payload, paylen);
     } else if (NBE_AM_CTRL == hdr->type || NBE_AM_REPLY == hdr->type ||
-               NBE_AM_FAILED == hdr->type) {
+               NBE_AM_FAILED == hdr->type || NBE_AM_NOTE == hdr->type ||
+               NBE_AM_NOTE_ACK == hdr->type) {
         return false;
     } else {
         /* a grant may have come since the last poll: what it readied goes
