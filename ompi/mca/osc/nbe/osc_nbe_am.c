@@ -840,9 +840,22 @@ static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer,
     return rdma_btl(module, peer, is_put);
 }
 
+/* within the BTL's size limit and alignment for one transfer (vader's
+ * emulated single copy takes at most a fragment; site BTLs may want
+ * aligned addresses): what does not fit goes by active messages */
+static bool rdma_fits(const mca_btl_base_module_t *btl, const void *local, uint64_t remote,
+                      size_t len, bool is_put)
+{
+    size_t limit = is_put ? btl->btl_put_limit : btl->btl_get_limit;
+    size_t align = is_put ? btl->btl_put_alignment : btl->btl_get_alignment;
+    if (len > limit) return false;
+    return align <= 1 || 0 == (((uint64_t) (uintptr_t) local | remote | len) & (align - 1));
+}
+
 static int rdma_start(mca_bml_base_btl_t *b, void *local, uint64_t remote, size_t len, bool is_put,
                       mca_btl_base_rdma_completion_fn_t cb, void *context, void *cbdata)
 {
+    if (OPAL_UNLIKELY(!rdma_fits(b->btl, local, remote, len, is_put))) return OPAL_ERR_BAD_PARAM;
     if (is_put) {
         return b->btl->btl_put(b->btl, b->btl_endpoint, local, remote, NULL, NULL, len, 0,
                                MCA_BTL_NO_ORDER, cb, context, cbdata);
