@@ -36,6 +36,7 @@ static struct sim {
     int ctx[MAXP];
     int completed_reqs;
     int last_passive;    /* the passive flag of the last issued op */
+    int rdma_ops;        /* ops to peers land at once, uncounted (in-call RDMA) */
 } S;
 
 static void push(msg_t *m)
@@ -64,8 +65,8 @@ static int tx_issue(void *ctx, nbe_op_t *eop)
     int target = op->super.target;
     nbe_engine_t *e = S.e[me];
     S.last_passive = op->super.passive;
-    if (target == me) {
-        S.mem[me][op->index] = op->value;
+    if (target == me || S.rdma_ops) {
+        S.mem[target][op->index] = op->value;
         nbe_op_local_done(e, target);
         free(op);
         return 0;
@@ -188,6 +189,32 @@ static void wait_req(nbe_req_t *r)
     }
     ck_assert_msg(r->complete, "request did not complete");
     nbe_req_free(r);
+}
+
+/* deliver every message but FENCE_GRANTs (kept queued) until quiet */
+static void run_holding_fence_grants(void)
+{
+    for (int guard = 0; guard < 100000; ++guard) {
+        msg_t **pp = &S.q;
+        while (*pp && !(*pp)->is_op && NBE_CTRL_FENCE_GRANT == (*pp)->ctrl.type) pp = &(*pp)->next;
+        int any = 0;
+        if (*pp) {
+            msg_t *m = *pp;
+            *pp = m->next;
+            S.qlen--;
+            if (m->is_op) {
+                S.mem[m->dst][m->index] = m->value;
+                nbe_on_op_arrived(S.e[m->dst], m->src, m->fence_tag);
+            } else {
+                nbe_on_ctrl(S.e[m->dst], &m->ctrl);
+            }
+            free(m);
+            any = 1;
+        }
+        for (int i = 0; i < S.n; ++i) any |= nbe_progress(S.e[i]) > 0;
+        if (!any) return;
+    }
+    ck_abort_msg("simulation did not quiesce");
 }
 
 /* ---------------------------------------------------------------- */
@@ -931,6 +958,86 @@ START_TEST(each_peer_info_visits_touched_peers)
 END_TEST
 
 /* many epochs opened back to back stay deferred and activate in order */
+/* all processes call fence with assert; their requests complete holding
+ * the FENCE_GRANTs back */
+static void fence_all_holding_grants(int assert_bits)
+{
+    nbe_req_t *r[MAXP];
+    for (int p = 0; p < S.n; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], assert_bits, &r[p]), NBE_OK);
+    run_holding_fence_grants();
+    for (int p = 0; p < S.n; ++p) {
+        ck_assert_msg(r[p]->complete, "fence of %d did not complete", p);
+        nbe_req_free(r[p]);
+    }
+}
+
+/* A fence epoch whose predecessor ended clean everywhere (no counted
+ * message: in-call RDMA only) is granted without FENCE_GRANTs; one after
+ * a counted message, or opened by a later fence than the one that closed
+ * its predecessor (NOSUCCEED), waits for them. */
+START_TEST(fence_clean_predecessor_grants_next)
+{
+    sim_init(3, 0);
+    S.rdma_ops = 1;
+    for (int p = 0; p < 3; ++p) nbe_engine_set_fence_implied_grants(S.e[p], 1);
+    nbe_req_t *r[3];
+    for (int p = 0; p < 3; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 3; ++p) nbe_req_free(r[p]);
+    /* epoch 1: one in-call RDMA put, clean */
+    put(0, 1, 3, 42, NBE_OK);
+    ck_assert_int_eq(S.mem[1][3], 42);
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->fence_grants_implied, 1);
+    /* epoch 2: a counted message from 2 (an active message) */
+    S.rdma_ops = 0;
+    put(2, 1, 4, 7, NBE_OK);
+    S.rdma_ops = 1;
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(S.mem[1][4], 7);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);
+    run_until_quiet();   /* the grants */
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->fence_grants_implied, 1);
+    /* epoch 3 clean, but closed with NOSUCCEED: the next fence opens
+     * epoch 4 later, and it waits for its grants */
+    put(0, 2, 5, 9, NBE_OK);
+    fence_all_holding_grants(NBE_MODE_NOSUCCEED);
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    /* epoch 4 clean (nothing at all): epoch 5 is granted at once */
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[1], 2, NULL), NBE_OK);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[1])->fence_grants_implied, 2);
+    fence_all_holding_grants(NBE_MODE_NOSUCCEED);
+    run_until_quiet();
+    sim_fini_idle();
+}
+END_TEST
+
+/* the rule is off unless the glue turns it on */
+START_TEST(fence_implied_grants_off_by_default)
+{
+    sim_init(2, 0);
+    S.rdma_ops = 1;
+    nbe_req_t *r[2];
+    for (int p = 0; p < 2; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 2; ++p) nbe_req_free(r[p]);
+    put(0, 1, 3, 42, NBE_OK);
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->fence_grants_implied, 0);
+    run_until_quiet();
+    fence_all_holding_grants(NBE_MODE_NOSUCCEED);
+    run_until_quiet();
+    sim_fini_idle();
+}
+END_TEST
+
 START_TEST(deferred_epochs_fifo)
 {
     sim_init(2, _i);
@@ -1375,6 +1482,8 @@ static Suite *suite(void)
     tcase_add_test(tc, traits_are_sparse);
     tcase_add_test(tc, memory_per_untouched_peer);
     tcase_add_test(tc, each_peer_info_visits_touched_peers);
+    tcase_add_test(tc, fence_clean_predecessor_grants_next);
+    tcase_add_test(tc, fence_implied_grants_off_by_default);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, ops_know_passive_epochs);

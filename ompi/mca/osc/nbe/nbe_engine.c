@@ -34,6 +34,8 @@ struct nbe_epoch {
     uint64_t          fence_id;
     int               fence_granted;
     int               fence_done_sent;
+    int               fence_continued;  /* closed by a fence that opened the next */
+    int               fence_sent_clean; /* its FENCE_DONEs carried NBE_CTRL_FLAG_CLEAN */
     int               had_ops;
     int               closing_counted;  /* counted in closing_expo */
     nbe_op_t         *qh, *qt;    /* recorded operations, FIFO */
@@ -43,6 +45,7 @@ struct nbe_epoch {
 
 typedef struct nbe_fence_slot {
     uint64_t grants, dones, ops_in, expected;
+    uint64_t unclean;   /* FENCE_DONEs without NBE_CTRL_FLAG_CLEAN */
 } nbe_fence_slot_t;
 
 typedef struct nbe_lock_waiter {
@@ -63,6 +66,12 @@ struct nbe_engine {
     size_t           nepochs;
     uint64_t         seq;          /* application-level open/close counter */
     uint64_t         fence_seq;
+    /* counted messages sent in the current fence epoch (to any target) */
+    uint64_t         fence_counted;
+    /* the last fence epoch that completed clean everywhere (0: none): the
+     * next one needs no FENCE_GRANT (see fence_granted) */
+    uint64_t         fence_clean_id;
+    int              fence_implied;   /* that rule is on */
     nbe_fence_slot_t fslot[3];
     /* application-level open epochs */
     nbe_epoch_t     *cur_fence, *cur_start, *cur_post, *cur_lock_all;
@@ -386,10 +395,23 @@ static void epoch_close_app(nbe_engine_t *e, nbe_epoch_t *ep, nbe_req_t *req)
     }
 }
 
+/* A fence epoch is granted by every peer's FENCE_GRANT, sent when that
+ * peer activates it (its previous fence epoch complete, so no earlier
+ * access can land after ours). It is granted at once when the previous
+ * fence epoch completed clean: every process closed it with the fence call
+ * that opened this one, having sent no counted message in it (every access
+ * was complete at its target when issued: RDMA completed in the BTL call,
+ * shared-memory or self stores). Then every access of that epoch is in
+ * place and every process is inside the fence call, as after a barrier. */
 static int fence_granted(nbe_engine_t *e, nbe_epoch_t *ep)
 {
-    if (!ep->fence_granted &&
-        e->fslot[ep->fence_id % 3].grants >= (uint64_t) (e->size - 1)) {
+    if (ep->fence_granted) return 1;
+    if (0 != e->fence_clean_id && e->fence_clean_id + 1 == ep->fence_id) {
+        /* counted whether or not the grants came first: the count says
+         * which epochs qualified, whatever the timing */
+        ep->fence_granted = 1;
+        e->stats.fence_grants_implied++;
+    } else if (e->fslot[ep->fence_id % 3].grants >= (uint64_t) (e->size - 1)) {
         ep->fence_granted = 1;
     }
     return ep->fence_granted;
@@ -431,8 +453,12 @@ static int issue_op(nbe_engine_t *e, nbe_epoch_t *ep, nbe_op_t *op)
         e->pending_local_total--;
         return n;
     }
-    if (is_fence) tr->fence_ops_out += (uint64_t) n;
-    else tr->ops_out += (uint64_t) n;
+    if (is_fence) {
+        tr->fence_ops_out += (uint64_t) n;
+        e->fence_counted += (uint64_t) n;
+    } else {
+        tr->ops_out += (uint64_t) n;
+    }
     e->stats.ops_issued++;
     return NBE_OK;
 }
@@ -582,6 +608,8 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
         return changed;
     }
     if (!ep->app_open && !ep->fence_done_sent && NULL == ep->qh) {
+        ep->fence_sent_clean = e->fence_implied && ep->fence_continued && 0 == e->fence_counted;
+        e->fence_counted = 0;
         for (int r = 0; r < e->size; ++r) {
             if (r == e->rank) continue;
             nbe_trait_t *tr = nbe_traits_find(&e->traits, r);
@@ -590,13 +618,15 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
                 n = tr->fence_ops_out;
                 tr->fence_ops_out = 0;
             }
-            send_ctrl(e, r, NBE_CTRL_FENCE_DONE, ep->fence_id, n, 0, 0);
+            send_ctrl(e, r, NBE_CTRL_FENCE_DONE, ep->fence_id, n, 0,
+                      ep->fence_sent_clean ? NBE_CTRL_FLAG_CLEAN : 0);
         }
         ep->fence_done_sent = 1;
         changed = 1;
     }
     if (ep->fence_done_sent && 0 == e->pending_local_total &&
         s->dones >= (uint64_t) (e->size - 1) && s->ops_in >= s->expected) {
+        e->fence_clean_id = ep->fence_sent_clean && 0 == s->unclean ? ep->fence_id : 0;
         memset(s, 0, sizeof(*s));
         ep->state = NBE_EPOCH_COMPLETE;
         changed = 1;
@@ -865,6 +895,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_FENCE_DONE:
         e->fslot[m->a % 3].dones++;
+        if (!(m->flags & NBE_CTRL_FLAG_CLEAN)) e->fslot[m->a % 3].unclean++;
         e->fslot[m->a % 3].expected += m->b;
         break;
     case NBE_CTRL_LOCK_REQ: {
@@ -1165,6 +1196,8 @@ int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
     if (alloc_req(e, out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
     int bound = 0;
     if (e->cur_fence) {
+        /* NOSUCCEED is given by all processes or none (MPI 3.1, 11.5.5) */
+        e->cur_fence->fence_continued = !(assert_bits & NBE_MODE_NOSUCCEED);
         epoch_close_app(e, e->cur_fence, r);
         e->cur_fence = NULL;
         bound = 1;
@@ -1550,8 +1583,12 @@ int nbe_message_ready(nbe_engine_t *e, int src, uint64_t tag)
 void nbe_rma_message_sent(nbe_engine_t *e, int target, uint64_t tag)
 {
     nbe_trait_t *tr = trait(e, target);
-    if (tag_is_fence(tag)) tr->fence_ops_out++;
-    else tr->ops_out++;
+    if (tag_is_fence(tag)) {
+        tr->fence_ops_out++;
+        e->fence_counted++;
+    } else {
+        tr->ops_out++;
+    }
     e->stats.ops_issued++;
     e->dirty = 1;
 }
@@ -1717,6 +1754,11 @@ size_t nbe_engine_memory(const nbe_engine_t *e)
     }
     for (const nbe_lock_waiter_t *w = e->lkq_head; w; w = w->next) bytes += sizeof(*w);
     return bytes;
+}
+
+void nbe_engine_set_fence_implied_grants(nbe_engine_t *e, int on)
+{
+    e->fence_implied = on;
 }
 
 void nbe_engine_set_local_fence(nbe_engine_t *e, int on)

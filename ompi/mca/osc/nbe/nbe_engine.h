@@ -78,6 +78,9 @@ enum {
 };
 
 #define NBE_CTRL_FLAG_NOCHECK 0x1
+/* on a FENCE_DONE: the sender sent no counted message in that fence epoch
+ * and closed it with a fence call that opened the next one */
+#define NBE_CTRL_FLAG_CLEAN   0x2
 
 typedef struct nbe_ctrl {
     uint8_t  type;
@@ -143,6 +146,7 @@ typedef struct nbe_stats {
     uint64_t ops_recorded;      /* ops queued because their target was not granted */
     uint64_t ops_issued;
     uint64_t ctrl_sent;
+    uint64_t fence_grants_implied; /* fence epochs granted by a clean predecessor */
 } nbe_stats_t;
 
 nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx);
@@ -300,6 +304,12 @@ int nbe_engine_can_free(nbe_engine_t *eng);
 int  nbe_engine_closing_exposures(const nbe_engine_t *eng);
 void nbe_engine_set_exposure_word(nbe_engine_t *eng, volatile int64_t *word);
 
+/* Implied fence grants (off by default): a fence epoch whose predecessor
+ * completed clean everywhere (every process closed it with the fence call
+ * that opened this one and sent no counted message in it) is granted
+ * without waiting for the peers' FENCE_GRANTs. Only for glue whose
+ * uncounted operations are complete at the target when issued. */
+void nbe_engine_set_fence_implied_grants(nbe_engine_t *eng, int on);
 /* Local fences: fence epochs exchange no messages and complete once closed
  * with their operations locally complete. Only for transports whose
  * operations are complete at the target when issued (shared memory) and

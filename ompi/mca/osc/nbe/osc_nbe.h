@@ -37,6 +37,7 @@ typedef struct ompi_osc_nbe_component {
     unsigned max_frag_size;
     unsigned rdma_threshold;
     unsigned rdma_active_threshold;
+    bool     fence_implied_grants;
     bool     shm_allocate;
     bool     am_registered;
     bool     progress_registered;

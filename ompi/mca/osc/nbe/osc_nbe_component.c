@@ -133,7 +133,7 @@ static const nbe_transport_t nbe_transport = {
 /* ---------------------------------------------------------------- */
 /* MPI_T performance variables, bound to a window */
 
-enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES, PV_WINDOW_MEMORY };
+enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES, PV_WINDOW_MEMORY, PV_FENCE_IMPLIED };
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
@@ -152,6 +152,7 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     case PV_BUFFERED: *out = nbe_engine_buffered(module->engine); break;
     case PV_WINDOW_MEMORY: *out = ompi_osc_nbe_window_memory(module); break;
     case PV_BYTES: *out = module->bytes; break;
+    case PV_FENCE_IMPLIED: *out = st->fence_grants_implied; break;
     }
     return OPAL_SUCCESS;
 }
@@ -249,6 +250,16 @@ static int component_register(void)
         "MPI to end them, so active messages cost it no extra wait for progress",
         OPAL_INFO_LVL_5, 32768, &mca_osc_nbe_component.rdma_active_threshold);
 
+    mca_osc_nbe_component.fence_implied_grants = true;
+    (void) mca_base_component_var_register(c, "fence_implied_grants",
+        "A fence epoch whose previous one ended clean everywhere (no process sent a counted "
+        "message in it: every access was in place when issued, e.g. vader RDMA) needs no "
+        "grant message from its targets before RDMA: the fence that closed it already "
+        "synchronized like a barrier. Saves a message latency per fence epoch of RDMA puts "
+        "or gets",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.fence_implied_grants);
+
     mca_osc_nbe_component.shm_allocate = true;
     (void) mca_base_component_var_register(c, "shm_allocate",
         "Back MPI_Win_allocate windows whose processes share one node with a shared-memory "
@@ -277,6 +288,9 @@ static int component_register(void)
     register_pvar("window_memory", "Process-private heap bytes osc/nbe holds for this window "
                   "(module, engine, win_traits of touched peers, queues; not the window memory "
                   "itself nor a shared segment)", MCA_BASE_PVAR_CLASS_LEVEL, PV_WINDOW_MEMORY);
+    register_pvar("fence_implied_grants", "Fence epochs of this window granted without their "
+                  "targets' grant messages, because the previous fence epoch ended clean "
+                  "(osc_nbe_fence_implied_grants)", MCA_BASE_PVAR_CLASS_COUNTER, PV_FENCE_IMPLIED);
     return OMPI_SUCCESS;
 }
 
@@ -480,6 +494,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     }
 
     ompi_osc_nbe_hold_configure(module);
+    nbe_engine_set_fence_implied_grants(module->engine, mca_osc_nbe_component.fence_implied_grants);
     if (module->shm_expo) {
         nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
         /* every operation is a direct load/store: fences need only a barrier */
