@@ -3,6 +3,7 @@
  */
 #include "ompi_config.h"
 
+#include "opal/mca/base/base.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var_enum.h"
 #include "opal/runtime/opal_progress.h"
@@ -302,14 +303,17 @@ static bool mdq_asked_for(void)
 {
     int idx = -1;
     const char **value = NULL;
+    bool include = true;
+    char **names = NULL;
     if (OPAL_SUCCESS != mca_base_var_find_by_name("pml", &idx) ||
         OPAL_SUCCESS != mca_base_var_get_value(idx, &value, NULL, NULL) || NULL == value ||
-        NULL == *value || '^' == (*value)[0]) {
+        NULL == *value) {
         return false;
     }
-    char **names = opal_argv_split(*value, ',');
+    /* Open MPI's own reading of a component list ("^" excludes) */
+    if (OPAL_SUCCESS != mca_base_component_parse_requested(*value, &include, &names)) return false;
     bool found = false;
-    for (char **n = names; n && *n; ++n) found |= 0 == strcmp(*n, "mdq");
+    for (char **n = names; include && n && *n; ++n) found |= 0 == strcmp(*n, "mdq");
     opal_argv_free(names);
     return found;
 }
