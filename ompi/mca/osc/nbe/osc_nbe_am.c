@@ -160,6 +160,9 @@ static size_t agg_item_max(void)
     return aggregate_size / 4;
 }
 
+static int try_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
+                    const void *payload, size_t paylen);
+
 /* pack one put fragment; OMPI_ERR_OUT_OF_RESOURCE if the BTL is busy (the
  * fragment is not taken), OMPI_ERR_UNREACH without a BTL to the peer */
 static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
@@ -180,7 +183,9 @@ static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *
         if (cap < sizeof(nbe_am_hdr_t) + need) cap = sizeof(nbe_am_hdr_t) + need;
         if (cap > agg.cap) {
             char *nb = realloc(agg.buf, cap);
-            if (NULL == nb) return OMPI_ERR_OUT_OF_RESOURCE;
+            /* no memory to pack: this fragment goes as a frame of its own
+             * (reporting "busy" would have the caller retry for ever) */
+            if (NULL == nb) return try_send(module, peer, frag, sizeof(*frag), data, frag->len);
             agg.buf = nb;
         }
         agg.cap = cap;
