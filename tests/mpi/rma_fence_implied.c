@@ -19,12 +19,16 @@
  * NBE_EXPECT_IMPLIED=rdma (vader: RDMA completes in the call) also every
  * epoch after one of RDMA accesses only; with =am (tcp, vader's emulated
  * single copy: RDMA is followed by a counted FIN) only the EPOCHS; with
- * =off (the parameter off) none.
+ * =off (the parameter off) none. A second phase alternates epochs of
+ * active messages with epochs of one RDMA put over the same bytes, with no
+ * empty epoch between: the put's epoch never qualifies, the next active
+ * messages' epoch does where the RDMA completed in the call (PHASE2 more).
  */
 #include "pt2pt_common.h"
 
 #define BIG   (64 * 1024)        /* RDMA in fence epochs (osc_nbe_rdma_active_threshold) */
 #define EPOCHS 40
+#define PHASE2 20
 
 static int find_pvar(const char *want)
 {
@@ -92,8 +96,8 @@ int main(int argc, char **argv)
             }
             fill(src, BIG, seed_of(e));
             MPI_Put(src, BIG, MPI_BYTE, target, 0, BIG, MPI_BYTE, win);
-            last_put = e;
         }
+        if (1 != kind) last_put = e;   /* every rank: the target checks with it */
         MPI_Win_fence(0, win);
         if (rank == target && 1 != kind) {
             size_t bad = verify(mem, BIG, seed_of(e));
@@ -122,6 +126,38 @@ int main(int argc, char **argv)
         if (rank == target) fill(mem + BIG, BIG, 5000 + e);   /* for the next get */
         MPI_Win_fence(0, win);
     }
+    /* Phase 2: no empty epoch between: an epoch of active messages to the
+     * bytes that the next epoch's RDMA put overwrites (that put must wait
+     * for the grants), then that put; the epoch after it qualifies again
+     * where the RDMA completed in the call */
+    for (int j = 0; j < PHASE2; ++j) {
+        int e = EPOCHS + 1 + j;
+        /* the two halves in turn: the target checks one half in the epoch
+         * in which the next active messages go to the other (no conflict) */
+        MPI_Aint half = (MPI_Aint) (j % 2) * BIG;
+        if (rank == am_rank || (am_rank < 0 && rank == target)) {
+            /* over the whole half: several fragments the target applies
+             * one by one, a while after they are sent */
+            int *ones = malloc(BIG);
+            for (size_t i = 0; i < BIG / sizeof(int); ++i) ones[i] = 1;
+            MPI_Accumulate(ones, BIG / sizeof(int), MPI_INT, target, half, BIG / sizeof(int),
+                           MPI_INT, MPI_SUM, win);
+            MPI_Win_fence(0, win);   /* (ones is in use until then) */
+            free(ones);
+        } else {
+            MPI_Win_fence(0, win);
+        }
+        if (0 == rank) {
+            fill(src, BIG, seed_of(e));
+            MPI_Put(src, BIG, MPI_BYTE, target, half, BIG, MPI_BYTE, win);
+        }
+        MPI_Win_fence(0, win);
+        if (rank == target) {
+            size_t bad = verify(mem + half, BIG, seed_of(e));
+            CHECK(0 == bad, "phase 2, epoch %d: byte %zu is %d, not rank 0's put after the "
+                  "active messages", e, bad - 1, bad ? mem[half + bad - 1] : 0);
+        }
+    }
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
 
     const char *expect = getenv("NBE_EXPECT_IMPLIED");
@@ -129,7 +165,7 @@ int main(int argc, char **argv)
         unsigned long long n = 0;
         MPI_T_pvar_read(session, h, &n);
         unsigned long long want = 0;
-        if (0 == strcmp(expect, "rdma")) want = EPOCHS + rdma_only;
+        if (0 == strcmp(expect, "rdma")) want = EPOCHS + rdma_only + PHASE2;
         if (0 == strcmp(expect, "am")) want = EPOCHS;
         /* with two processes the accumulate of the active-message epochs is
          * the target's to itself, which may complete in place */

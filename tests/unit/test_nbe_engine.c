@@ -191,12 +191,16 @@ static void wait_req(nbe_req_t *r)
     nbe_req_free(r);
 }
 
-/* deliver every message but FENCE_GRANTs (kept queued) until quiet */
-static void run_holding_fence_grants(void)
+/* deliver every message but control messages of type held (kept queued,
+ * in order) until quiet; FIFO, or a random one of the others */
+static void run_holding(int held)
 {
     for (int guard = 0; guard < 100000; ++guard) {
         msg_t **pp = &S.q;
-        while (*pp && !(*pp)->is_op && NBE_CTRL_FENCE_GRANT == (*pp)->ctrl.type) pp = &(*pp)->next;
+        size_t others = 0;
+        for (msg_t *m = S.q; m; m = m->next) others += m->is_op || held != m->ctrl.type;
+        size_t k = S.random_order && others ? (size_t) rand() % others : 0;
+        while (*pp && (!(*pp)->is_op && held == (*pp)->ctrl.type ? 1 : k-- > 0)) pp = &(*pp)->next;
         int any = 0;
         if (*pp) {
             msg_t *m = *pp;
@@ -215,6 +219,35 @@ static void run_holding_fence_grants(void)
         if (!any) return;
     }
     ck_abort_msg("simulation did not quiesce");
+}
+
+/* hand every queued control message of type to its engine, last first,
+ * with no progress in between (a batch the glue polled at once) */
+static void deliver_batch_reversed(int type)
+{
+    msg_t *batch = NULL;
+    for (msg_t **pp = &S.q; *pp;) {
+        msg_t *m = *pp;
+        if (!m->is_op && type == m->ctrl.type) {
+            *pp = m->next;
+            S.qlen--;
+            m->next = batch;
+            batch = m;
+        } else {
+            pp = &m->next;
+        }
+    }
+    while (batch) {
+        msg_t *m = batch;
+        batch = m->next;
+        nbe_on_ctrl(S.e[m->dst], &m->ctrl);
+        free(m);
+    }
+}
+
+static void run_holding_fence_grants(void)
+{
+    run_holding(NBE_CTRL_FENCE_GRANT);
 }
 
 /* ---------------------------------------------------------------- */
@@ -1018,6 +1051,42 @@ START_TEST(fence_clean_predecessor_grants_next)
 }
 END_TEST
 
+/* A grant that comes after the epoch it grants completed here (that epoch
+ * was granted by its clean predecessor) is dropped: it must not count for
+ * the epoch three later, which reuses its slot */
+START_TEST(late_fence_grant_is_not_counted_later)
+{
+    sim_init(2, 0);
+    for (int p = 0; p < 2; ++p) nbe_engine_set_fence_implied_grants(S.e[p], 1);
+    nbe_req_t *r[2];
+    for (int p = 0; p < 2; ++p) ck_assert_int_eq(nbe_ifence(S.e[p], 0, &r[p]), NBE_OK);
+    run_until_quiet();
+    for (int p = 0; p < 2; ++p) nbe_req_free(r[p]);
+    S.rdma_ops = 1;
+    put(0, 1, 1, 1, NBE_OK);                   /* E1 clean */
+    fence_all_holding_grants(0);               /* E2 granted by E1 */
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    S.rdma_ops = 0;
+    put(0, 1, 2, 2, NBE_OK);                   /* E2 unclean; its grants still held */
+    fence_all_holding_grants(0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);   /* E3 */
+    run_until_quiet();                         /* E2's late grants, and E3's */
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    fence_all_holding_grants(0);               /* E3 clean: E4 granted by it */
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    put(0, 1, 3, 3, NBE_OK);                   /* E4 unclean */
+    fence_all_holding_grants(0);
+    /* E5 (E2's slot) waits for its own grants */
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);
+    run_until_quiet();
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
+    fence_all_holding_grants(NBE_MODE_NOSUCCEED);
+    run_until_quiet();
+    ck_assert_int_eq(S.mem[1][3], 3);
+    sim_fini_idle();
+}
+END_TEST
+
 /* the rule is off unless the glue turns it on */
 START_TEST(fence_implied_grants_off_by_default)
 {
@@ -1035,6 +1104,73 @@ START_TEST(fence_implied_grants_off_by_default)
     fence_all_holding_grants(NBE_MODE_NOSUCCEED);
     run_until_quiet();
     sim_fini_idle();
+}
+END_TEST
+
+/* An unlock whose every counted message is acknowledged (here: none, the
+ * puts land in place) ends once its UNLOCK is sent; the engine stays busy
+ * until the ack comes. With an unacknowledged active message it waits. */
+START_TEST(unlock_no_wait_when_all_acknowledged)
+{
+    sim_init(2, 0);
+    S.rdma_ops = 1;
+    for (int p = 0; p < 2; ++p) nbe_engine_set_unlock_no_wait(S.e[p], 1);
+    nbe_req_t *l, *u;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 2, 5, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    run_holding(NBE_CTRL_UNLOCK_ACK);
+    ck_assert(u->complete);
+    nbe_req_free(u);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->unlocks_no_wait, 1);
+    ck_assert(!nbe_engine_idle(S.e[0]));     /* its ack is still to come */
+    run_until_quiet();
+    ck_assert(nbe_engine_idle(S.e[0]));
+    /* an active message (counted, not acknowledged): the unlock waits */
+    S.rdma_ops = 0;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 3, 6, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    run_holding(NBE_CTRL_UNLOCK_ACK);
+    ck_assert(!u->complete);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][3], 6);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->unlocks_no_wait, 1);
+    sim_fini_idle();
+}
+END_TEST
+
+/* Shared lock epochs that do not wait for their acks, with messages
+ * delivered in random order (a second UNLOCK may arrive before the
+ * first): no release is lost, so an exclusive lock is granted after them */
+START_TEST(unlock_no_wait_keeps_every_release)
+{
+    srand(11);
+    for (int round = 0; round < 20; ++round) {
+        sim_init(3, 1);
+        S.rdma_ops = 1;
+        for (int p = 0; p < 3; ++p) nbe_engine_set_unlock_no_wait(S.e[p], 1);
+        for (int k = 0; k < 4; ++k) {
+            nbe_req_t *l, *u;
+            ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, &l), NBE_OK);
+            wait_req(l);
+            put(0, 1, k, k, NBE_OK);
+            ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+            run_holding(NBE_CTRL_UNLOCK);   /* the UNLOCKs pile up */
+            ck_assert(u->complete);
+            nbe_req_free(u);
+        }
+        if (round % 2) deliver_batch_reversed(NBE_CTRL_UNLOCK);
+        nbe_req_t *x, *xu;
+        ck_assert_int_eq(nbe_ilock(S.e[2], NBE_LOCK_EXCLUSIVE, 1, 0, &x), NBE_OK);
+        wait_req(x);   /* (even rounds: delivers the UNLOCKs in random order) */
+        ck_assert_int_eq(nbe_iunlock(S.e[2], 1, &xu), NBE_OK);
+        wait_req(xu);
+        run_until_quiet();
+        sim_fini_idle();
+    }
 }
 END_TEST
 
@@ -1484,6 +1620,9 @@ static Suite *suite(void)
     tcase_add_test(tc, each_peer_info_visits_touched_peers);
     tcase_add_test(tc, fence_clean_predecessor_grants_next);
     tcase_add_test(tc, fence_implied_grants_off_by_default);
+    tcase_add_test(tc, late_fence_grant_is_not_counted_later);
+    tcase_add_test(tc, unlock_no_wait_when_all_acknowledged);
+    tcase_add_test(tc, unlock_no_wait_keeps_every_release);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, ops_know_passive_epochs);

@@ -13,6 +13,7 @@ typedef struct nbe_leg {
     int      rank;
     uint64_t id;          /* per-pair epoch id (0: no grant needed, NOCHECK) */
     uint64_t unlock_seq;  /* passive: seq of the UNLOCK we sent */
+    uint8_t  unlock_no_wait;  /* finished without waiting for its UNLOCK_ACK */
     uint64_t flush_thr;   /* passive: threshold of a pending flush_all */
     uint8_t  requested;   /* passive: lock requested */
     uint8_t  granted;
@@ -71,7 +72,12 @@ struct nbe_engine {
     /* the last fence epoch that completed clean everywhere (0: none): the
      * next one needs no FENCE_GRANT (see fence_granted) */
     uint64_t         fence_clean_id;
+    uint64_t         fence_completed_id;  /* the last fence epoch completed here */
     int              fence_implied;   /* that rule is on */
+    /* UNLOCKs sent and UNLOCK_ACKs received (the engine is idle only once
+     * every ack came, also for unlocks that did not wait for theirs) */
+    uint64_t         unlocks_sent, unlock_acks;
+    int              unlock_no_wait;  /* see nbe_engine_set_unlock_no_wait */
     nbe_fence_slot_t fslot[3];
     /* application-level open epochs */
     nbe_epoch_t     *cur_fence, *cur_start, *cur_post, *cur_lock_all;
@@ -627,6 +633,7 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
     if (ep->fence_done_sent && 0 == e->pending_local_total &&
         s->dones >= (uint64_t) (e->size - 1) && s->ops_in >= s->expected) {
         e->fence_clean_id = ep->fence_sent_clean && 0 == s->unclean ? ep->fence_id : 0;
+        e->fence_completed_id = ep->fence_id;
         memset(s, 0, sizeof(*s));
         ep->state = NBE_EPOCH_COMPLETE;
         changed = 1;
@@ -745,13 +752,21 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
         }
         if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
             l->unlock_seq = ++tr->unlock_seq;
+            e->unlocks_sent++;
             send_ctrl(e, l->rank, NBE_CTRL_UNLOCK, l->unlock_seq, tr->ops_out, 0,
                       0 == l->id ? NBE_CTRL_FLAG_NOCHECK : 0);
             l->closed_sent = 1;
+            /* every counted message to rank acknowledged and nothing in
+             * flight: the target has all it needs to release at once (on
+             * arrival, see NBE_CTRL_UNLOCK), and nothing of ours remains
+             * to complete there */
+            l->unlock_no_wait = e->unlock_no_wait && l->rank != e->rank &&
+                                tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+            if (l->unlock_no_wait) e->stats.unlocks_no_wait++;
             changed = 1;
         }
-        if (l->closed_sent && !l->finished && tr->unlock_acked >= l->unlock_seq &&
-            0 == tr->pending_local) {
+        if (l->closed_sent && !l->finished &&
+            (l->unlock_no_wait || tr->unlock_acked >= l->unlock_seq) && 0 == tr->pending_local) {
             l->finished = 1;
             changed = 1;
         }
@@ -887,7 +902,11 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         if (m->a > tr->C_lock) tr->C_lock = m->a;
         break;
     case NBE_CTRL_FENCE_GRANT:
-        e->fslot[m->a % 3].grants++;
+        /* a grant for an epoch completed here already (it needed none: its
+         * predecessor was clean, or nothing here waited for it) may come
+         * after that epoch's FENCE_DONE, which can overtake it; counted, it
+         * would grant the epoch three later, which reuses the slot */
+        if (m->a > e->fence_completed_id) e->fslot[m->a % 3].grants++;
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
@@ -914,6 +933,16 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     }
     case NBE_CTRL_UNLOCK:
         tr = trait(e, m->src);
+        if (m->src != e->rank && tr->ops_in >= m->b) {
+            /* everything it announces is here: release and answer now. An
+             * origin that did not wait for the ack of its previous unlock
+             * may have a second UNLOCK on its way, possibly over another
+             * path and first: handled here, neither uses the one pending
+             * slot below (loopback handlers never send: self waits) */
+            if (!(m->flags & NBE_CTRL_FLAG_NOCHECK)) lock_release(e);
+            send_ctrl(e, m->src, NBE_CTRL_UNLOCK_ACK, m->a, 0, 0, 0);
+            break;
+        }
         tr->unlock_req_seq = m->a;
         tr->unlock_req_ops = m->b;
         tr->unlock_req_release = !(m->flags & NBE_CTRL_FLAG_NOCHECK);
@@ -922,6 +951,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     case NBE_CTRL_UNLOCK_ACK:
         tr = trait(e, m->src);
         if (m->a > tr->unlock_acked) tr->unlock_acked = m->a;
+        e->unlock_acks++;
         break;
     case NBE_CTRL_FLUSH_REQ:
         tr = trait(e, m->src);
@@ -1195,16 +1225,25 @@ int nbe_ifence(nbe_engine_t *e, int assert_bits, nbe_req_t **out)
     if (e->cur_start || e->cur_post || e->cur_lock_all || e->nlocks_open) return NBE_ERR_SYNC;
     if (alloc_req(e, out, NBE_REQ_FENCE, &r)) return NBE_ERR_NOMEM;
     int bound = 0;
+    nbe_epoch_t *ep = NULL;
+    if (!(assert_bits & NBE_MODE_NOSUCCEED)) {
+        /* before closing the current one: a FENCE_DONE that says the next
+         * epoch is open must not be sent by a process that cannot open it */
+        ep = epoch_new(e, NBE_EP_FENCE, assert_bits);
+        if (NULL == ep) {
+            nbe_req_free(r);
+            if (out) *out = NULL;
+            return NBE_ERR_NOMEM;
+        }
+    }
     if (e->cur_fence) {
         /* NOSUCCEED is given by all processes or none (MPI 3.1, 11.5.5) */
-        e->cur_fence->fence_continued = !(assert_bits & NBE_MODE_NOSUCCEED);
+        e->cur_fence->fence_continued = NULL != ep;
         epoch_close_app(e, e->cur_fence, r);
         e->cur_fence = NULL;
         bound = 1;
     }
-    if (!(assert_bits & NBE_MODE_NOSUCCEED)) {
-        nbe_epoch_t *ep = epoch_new(e, NBE_EP_FENCE, assert_bits);
-        if (NULL == ep) return NBE_ERR_NOMEM;
+    if (NULL != ep) {
         if (!bound) {
             ep->open_req = r;
             bound = 1;
@@ -1653,7 +1692,8 @@ int nbe_engine_failed(const nbe_engine_t *e)
 
 int nbe_engine_idle(const nbe_engine_t *e)
 {
-    return NULL == e->head && 0 == e->pending_local_total && NULL == e->watch;
+    return NULL == e->head && 0 == e->pending_local_total && NULL == e->watch &&
+           e->unlock_acks >= e->unlocks_sent;
 }
 
 void nbe_engine_take_recorded(nbe_engine_t *e, void (*fn)(void *ctx, nbe_op_t *op), void *ctx)
@@ -1754,6 +1794,11 @@ size_t nbe_engine_memory(const nbe_engine_t *e)
     }
     for (const nbe_lock_waiter_t *w = e->lkq_head; w; w = w->next) bytes += sizeof(*w);
     return bytes;
+}
+
+void nbe_engine_set_unlock_no_wait(nbe_engine_t *e, int on)
+{
+    e->unlock_no_wait = on;
 }
 
 void nbe_engine_set_fence_implied_grants(nbe_engine_t *e, int on)

@@ -147,6 +147,7 @@ typedef struct nbe_stats {
     uint64_t ops_issued;
     uint64_t ctrl_sent;
     uint64_t fence_grants_implied; /* fence epochs granted by a clean predecessor */
+    uint64_t unlocks_no_wait;      /* unlocks finished before their UNLOCK_ACK */
 } nbe_stats_t;
 
 nbe_engine_t *nbe_engine_create(int rank, int size, const nbe_transport_t *tx, void *ctx);
@@ -304,6 +305,13 @@ int nbe_engine_can_free(nbe_engine_t *eng);
 int  nbe_engine_closing_exposures(const nbe_engine_t *eng);
 void nbe_engine_set_exposure_word(nbe_engine_t *eng, volatile int64_t *word);
 
+/* Unlocks without the ack (off by default): a lock epoch whose every
+ * counted message to the target is acknowledged (a flush ack, a get's
+ * reply) and with nothing in flight ends once its UNLOCK is sent; the
+ * target releases the lock when the UNLOCK arrives. Only for glue whose
+ * uncounted operations are complete at the target when issued. The engine
+ * is idle only once every UNLOCK_ACK came. */
+void nbe_engine_set_unlock_no_wait(nbe_engine_t *eng, int on);
 /* Implied fence grants (off by default): a fence epoch whose predecessor
  * completed clean everywhere (every process closed it with the fence call
  * that opened this one and sent no counted message in it) is granted

@@ -38,6 +38,7 @@ typedef struct ompi_osc_nbe_component {
     unsigned rdma_threshold;
     unsigned rdma_active_threshold;
     bool     fence_implied_grants;
+    bool     unlock_no_wait;
     bool     shm_allocate;
     bool     am_registered;
     bool     progress_registered;

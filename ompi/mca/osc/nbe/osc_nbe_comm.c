@@ -323,10 +323,12 @@ static void send_note(ompi_osc_nbe_module_t *module, int peer, int type, int cod
     hdr.src = module->rank;
     hdr.cid = module->cid;
     hdr.op_idx = code;
-    /* queued when the BTL is busy; a link that broke fails the window */
-    if (OMPI_SUCCESS == ompi_osc_nbe_send_frame(module, peer, &hdr, NULL, 0, true) &&
+    /* counted first: the ack may be handled inside the send. Queued when
+     * the BTL is busy; a link that broke fails the window */
+    if (NBE_AM_NOTE == type) module->notes_unacked++;
+    if (OMPI_SUCCESS != ompi_osc_nbe_send_frame(module, peer, &hdr, NULL, 0, true) &&
         NBE_AM_NOTE == type) {
-        module->notes_unacked++;
+        module->notes_unacked--;
     }
 }
 
@@ -419,7 +421,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         send_note(module, hdr->src, NBE_AM_NOTE_ACK, 0);
         return;
     case NBE_AM_NOTE_ACK:
-        if (module->notes_unacked > 0) module->notes_unacked--;
+        module->notes_unacked--;
         return;
     case NBE_AM_PUT_MULTI:
         /* packed small puts, each one counted operation, in order with the

@@ -133,7 +133,8 @@ static const nbe_transport_t nbe_transport = {
 /* ---------------------------------------------------------------- */
 /* MPI_T performance variables, bound to a window */
 
-enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES, PV_WINDOW_MEMORY, PV_FENCE_IMPLIED };
+enum { PV_DEFERRED = 0, PV_RECORDED, PV_BUFFERED, PV_BYTES, PV_WINDOW_MEMORY, PV_FENCE_IMPLIED,
+       PV_UNLOCK_NO_WAIT };
 
 static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
 {
@@ -153,6 +154,7 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     case PV_WINDOW_MEMORY: *out = ompi_osc_nbe_window_memory(module); break;
     case PV_BYTES: *out = module->bytes; break;
     case PV_FENCE_IMPLIED: *out = st->fence_grants_implied; break;
+    case PV_UNLOCK_NO_WAIT: *out = st->unlocks_no_wait; break;
     }
     return OPAL_SUCCESS;
 }
@@ -260,6 +262,15 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.fence_implied_grants);
 
+    mca_osc_nbe_component.unlock_no_wait = true;
+    (void) mca_base_component_var_register(c, "unlock_no_wait",
+        "MPI_Win_unlock/unlock_all return once the UNLOCK is sent to a target when everything "
+        "sent to it is acknowledged already (RDMA that completed in the BTL call needs no "
+        "acknowledgement, e.g. vader): the target releases the lock when the UNLOCK arrives. "
+        "Saves a message round trip per lock epoch of RDMA accesses",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+        &mca_osc_nbe_component.unlock_no_wait);
+
     mca_osc_nbe_component.shm_allocate = true;
     (void) mca_base_component_var_register(c, "shm_allocate",
         "Back MPI_Win_allocate windows whose processes share one node with a shared-memory "
@@ -291,6 +302,10 @@ static int component_register(void)
     register_pvar("fence_implied_grants", "Fence epochs of this window granted without their "
                   "targets' grant messages, because the previous fence epoch ended clean "
                   "(osc_nbe_fence_implied_grants)", MCA_BASE_PVAR_CLASS_COUNTER, PV_FENCE_IMPLIED);
+    register_pvar("unlocks_no_wait", "Unlocks (per target) of this window that ended without "
+                  "waiting for the target's acknowledgement, everything sent to it being "
+                  "acknowledged already (osc_nbe_unlock_no_wait)", MCA_BASE_PVAR_CLASS_COUNTER,
+                  PV_UNLOCK_NO_WAIT);
     return OMPI_SUCCESS;
 }
 
@@ -495,6 +510,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
 
     ompi_osc_nbe_hold_configure(module);
     nbe_engine_set_fence_implied_grants(module->engine, mca_osc_nbe_component.fence_implied_grants);
+    nbe_engine_set_unlock_no_wait(module->engine, mca_osc_nbe_component.unlock_no_wait);
     if (module->shm_expo) {
         nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
         /* every operation is a direct load/store: fences need only a barrier */
