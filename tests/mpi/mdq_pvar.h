@@ -1,4 +1,4 @@
-/* Reading pml/mdq MPI_T performance variables from the integration tests. */
+/* Reading MPI_T performance variables (pml/mdq, osc/nbe) from the integration tests. */
 #ifndef MDQ_PVAR_H
 #define MDQ_PVAR_H
 #include "pt2pt_common.h"
@@ -12,8 +12,9 @@ static inline void mdq_pvar_init(void)
     MPI_T_pvar_session_create(&mdq_pvar_session);
 }
 
-/* 0 and a handle for the pvar called name; -1 (and an error counted) when absent */
-static inline int mdq_pvar_find(const char *name, MPI_T_pvar_handle *h)
+/* 0 and a handle for the pvar called name bound to obj (NULL: not bound;
+ * &win for a window's); -1 (and an error counted) when absent */
+static inline int mdq_pvar_find_bound(const char *name, void *obj, MPI_T_pvar_handle *h)
 {
     int num, idx = -1, count;
     MPI_T_pvar_get_num(&num);
@@ -29,8 +30,13 @@ static inline int mdq_pvar_find(const char *name, MPI_T_pvar_handle *h)
         CHECK(0, "pvar %s not found", name);
         return -1;
     }
-    MPI_T_pvar_handle_alloc(mdq_pvar_session, idx, NULL, h, &count);
+    MPI_T_pvar_handle_alloc(mdq_pvar_session, idx, obj, h, &count);
     return 0;
+}
+
+static inline int mdq_pvar_find(const char *name, MPI_T_pvar_handle *h)
+{
+    return mdq_pvar_find_bound(name, NULL, h);
 }
 
 static inline unsigned long long mdq_pvar_read(MPI_T_pvar_handle h)

@@ -188,10 +188,7 @@ int main(int argc, char **argv)
     /* 5. a refusal in the last epoch before MPI_Win_free (PSCW: the origin's
      * complete does not wait for the target) is reported by MPI_Win_free at
      * the latest; the window is gone either way */
-    MPI_Group world_group, right_group, left_group;
-    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-    MPI_Group_incl(world_group, 1, &right, &right_group);
-    MPI_Group_incl(world_group, 1, &left, &left_group);
+    MPI_Group right_group = world_ranks_group(&right, 1), left_group = world_ranks_group(&left, 1);
     MPI_Win_post(left_group, 0, win);
     MPI_Win_start(right_group, 0, win);
     n = range_err(MPI_Put(vals + 1, 1, MPI_INT, right, t_outside, 1, MPI_INT, win),
@@ -214,7 +211,6 @@ int main(int argc, char **argv)
     }
     MPI_Group_free(&left_group);
     MPI_Group_free(&right_group);
-    MPI_Group_free(&world_group);
     free(addr);
     return test_finish();
 }

@@ -24,39 +24,22 @@
  * empty epoch between: the put's epoch never qualifies, the next active
  * messages' epoch does where the RDMA completed in the call (PHASE2 more).
  */
-#include "pt2pt_common.h"
+#include "mdq_pvar.h"
 
 #define BIG   (64 * 1024)        /* RDMA in fence epochs (osc_nbe_rdma_active_threshold) */
 #define EPOCHS 40
 #define PHASE2 20
-
-static int find_pvar(const char *want)
-{
-    int n;
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n; ++i) {
-        char name[256], desc[1024];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro,
-                            &cont, &atomic);
-        if (0 == strcmp(name, want)) return i;
-    }
-    return -1;
-}
 
 /* what epoch e leaves in the target's first BIG bytes */
 static int seed_of(int epoch) { return 1000 + epoch; }
 
 int main(int argc, char **argv)
 {
-    int provided, count;
     unsigned char *mem, *src, *got;
     MPI_Win win;
 
     test_init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mdq_pvar_init();
     const int target = 1 % nprocs;
     const int am_rank = nprocs > 2 ? 2 : -1;   /* makes active-message accesses */
 
@@ -66,12 +49,8 @@ int main(int argc, char **argv)
     src = malloc(BIG);
     got = malloc(BIG);
 
-    int idx = find_pvar("osc_nbe_fence_implied_grants");
-    CHECK(idx >= 0, "pvar osc_nbe_fence_implied_grants not found");
-    MPI_T_pvar_session session;
     MPI_T_pvar_handle h;
-    MPI_T_pvar_session_create(&session);
-    if (idx >= 0) MPI_T_pvar_handle_alloc(session, idx, &win, &h, &count);
+    int idx = mdq_pvar_find_bound("osc_nbe_fence_implied_grants", &win, &h);
 
     MPI_Win_fence(0, win);
     int last_put = 0;   /* the epoch of rank 0's last put */
@@ -163,7 +142,7 @@ int main(int argc, char **argv)
     const char *expect = getenv("NBE_EXPECT_IMPLIED");
     if (idx >= 0 && expect && 0 == rank && nprocs > 1) {
         unsigned long long n = 0;
-        MPI_T_pvar_read(session, h, &n);
+        n = mdq_pvar_read(h);
         unsigned long long want = 0;
         if (0 == strcmp(expect, "rdma")) want = EPOCHS + rdma_only + PHASE2;
         if (0 == strcmp(expect, "am")) want = EPOCHS;
@@ -176,12 +155,11 @@ int main(int argc, char **argv)
             CHECK(n == want, "%llu fence epochs granted by a clean predecessor, want %llu", n, want);
         }
     }
-    if (idx >= 0) MPI_T_pvar_handle_free(session, &h);
-    MPI_T_pvar_session_free(&session);
+    if (idx >= 0) MPI_T_pvar_handle_free(mdq_pvar_session, &h);
     MPI_Win_free(&win);
     free(mem);
     free(src);
     free(got);
-    MPI_T_finalize();
+    mdq_pvar_fini();
     return test_finish();
 }

@@ -18,26 +18,10 @@
  * stay 0. (On tcp an epoch may qualify too: a flush ack covers its puts'
  * FINs and a get's reply carries the target's count.)
  */
-#include "pt2pt_common.h"
+#include "mdq_pvar.h"
 
 #define BIG     (64 * 1024)       /* RDMA in lock epochs (osc_nbe_rdma_threshold) */
 #define ROUNDS  60
-
-static int find_pvar(const char *want)
-{
-    int n;
-    MPI_T_pvar_get_num(&n);
-    for (int i = 0; i < n; ++i) {
-        char name[256], desc[1024];
-        int nlen = sizeof(name), dlen = sizeof(desc), verb, cls, bind, ro, cont, atomic;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        MPI_T_pvar_get_info(i, name, &nlen, &verb, &cls, &dt, &en, desc, &dlen, &bind, &ro,
-                            &cont, &atomic);
-        if (0 == strcmp(name, want)) return i;
-    }
-    return -1;
-}
 
 /* the first index whose value is not want, or -1 */
 static long first_other(const int *a, long n, int want)
@@ -51,23 +35,18 @@ static long first_other(const int *a, long n, int want)
 int main(int argc, char **argv)
 {
     const long n = BIG / sizeof(int);
-    int provided, count;
     MPI_Win win;
 
     test_init(&argc, &argv);
-    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    mdq_pvar_init();
     const int target = 0;
     int *mem = calloc(n + 1, sizeof(int));    /* array, then the accumulate counter */
     int *mine = malloc(BIG), *back = malloc(BIG);
     for (long i = 0; i < n; ++i) mine[i] = 1000 + rank;
     MPI_Win_create(mem, (n + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 
-    int idx = find_pvar("osc_nbe_unlocks_no_wait");
-    CHECK(idx >= 0, "pvar osc_nbe_unlocks_no_wait not found");
-    MPI_T_pvar_session session;
     MPI_T_pvar_handle h;
-    MPI_T_pvar_session_create(&session);
-    if (idx >= 0) MPI_T_pvar_handle_alloc(session, idx, &win, &h, &count);
+    int idx = mdq_pvar_find_bound("osc_nbe_unlocks_no_wait", &win, &h);
 
     int accs = 0;
     if (rank != target) {
@@ -106,19 +85,18 @@ int main(int argc, char **argv)
     const char *expect = getenv("NBE_EXPECT_NO_WAIT");
     if (idx >= 0 && expect && rank != target) {
         unsigned long long k = 0;
-        MPI_T_pvar_read(session, h, &k);
+        k = mdq_pvar_read(h);
         if ('1' == expect[0]) {
             CHECK(k > 0, "no unlock ended without its acknowledgement");
         } else {
             CHECK(0 == k, "%llu unlocks ended without the acknowledgement a FIN needs", k);
         }
     }
-    if (idx >= 0) MPI_T_pvar_handle_free(session, &h);
-    MPI_T_pvar_session_free(&session);
+    if (idx >= 0) MPI_T_pvar_handle_free(mdq_pvar_session, &h);
     MPI_Win_free(&win);
     free(mem);
     free(mine);
     free(back);
-    MPI_T_finalize();
+    mdq_pvar_fini();
     return test_finish();
 }

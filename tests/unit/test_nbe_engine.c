@@ -136,15 +136,9 @@ static void sim_fini_idle(void)
     sim_fini();
 }
 
-/* deliver one message (FIFO or random); returns 0 if none */
-static int deliver_one(void)
+/* take *pp off the queue and hand it to its engine */
+static void deliver(msg_t **pp)
 {
-    if (NULL == S.q) return 0;
-    msg_t **pp = &S.q;
-    if (S.random_order) {
-        size_t k = (size_t) rand() % S.qlen;
-        while (k--) pp = &(*pp)->next;
-    }
     msg_t *m = *pp;
     *pp = m->next;
     S.qlen--;
@@ -154,8 +148,21 @@ static int deliver_one(void)
     } else {
         nbe_on_ctrl(S.e[m->dst], &m->ctrl);
     }
-    nbe_progress(S.e[m->dst]);
     free(m);
+}
+
+/* deliver one message (FIFO or random); returns 0 if none */
+static int deliver_one(void)
+{
+    if (NULL == S.q) return 0;
+    msg_t **pp = &S.q;
+    if (S.random_order) {
+        size_t k = (size_t) rand() % S.qlen;
+        while (k--) pp = &(*pp)->next;
+    }
+    int dst = (*pp)->dst;
+    deliver(pp);
+    nbe_progress(S.e[dst]);
     return 1;
 }
 
@@ -201,20 +208,8 @@ static void run_holding(int held)
         for (msg_t *m = S.q; m; m = m->next) others += m->is_op || held != m->ctrl.type;
         size_t k = S.random_order && others ? (size_t) rand() % others : 0;
         while (*pp && (!(*pp)->is_op && held == (*pp)->ctrl.type ? 1 : k-- > 0)) pp = &(*pp)->next;
-        int any = 0;
-        if (*pp) {
-            msg_t *m = *pp;
-            *pp = m->next;
-            S.qlen--;
-            if (m->is_op) {
-                S.mem[m->dst][m->index] = m->value;
-                nbe_on_op_arrived(S.e[m->dst], m->src, m->fence_tag);
-            } else {
-                nbe_on_ctrl(S.e[m->dst], &m->ctrl);
-            }
-            free(m);
-            any = 1;
-        }
+        int any = NULL != *pp;
+        if (any) deliver(pp);
         for (int i = 0; i < S.n; ++i) any |= nbe_progress(S.e[i]) > 0;
         if (!any) return;
     }
