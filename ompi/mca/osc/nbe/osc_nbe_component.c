@@ -262,12 +262,16 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.fence_implied_grants);
 
-    mca_osc_nbe_component.unlock_no_wait = true;
+    /* off: the UNLOCK may still wait in a queue of this process (BTL busy)
+     * when the call returns, and then reaches the target only at this
+     * process's next MPI call, which other lockers would wait for */
+    mca_osc_nbe_component.unlock_no_wait = false;
     (void) mca_base_component_var_register(c, "unlock_no_wait",
         "MPI_Win_unlock/unlock_all return once the UNLOCK is sent to a target when everything "
         "sent to it is acknowledged already (RDMA that completed in the BTL call needs no "
         "acknowledgement, e.g. vader): the target releases the lock when the UNLOCK arrives. "
-        "Saves a message round trip per lock epoch of RDMA accesses",
+        "Saves a message round trip per lock epoch of RDMA accesses. Experimental: an UNLOCK "
+        "the BTL could not take at once leaves only at this process's next MPI call",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
         &mca_osc_nbe_component.unlock_no_wait);
 
