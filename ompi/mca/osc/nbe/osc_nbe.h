@@ -382,6 +382,8 @@ void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *nam
                                   int level, const char *value, char **storage);
 void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, unsigned value, unsigned *storage);
+void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, bool value, bool *storage);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);

@@ -757,11 +757,10 @@ void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *na
 
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
 {
-    use_sendi = true;
-    (void) mca_base_component_var_register(c, "use_sendi",
+    ompi_osc_nbe_register_bool(c, "use_sendi",
         "Send small control, reply, FIN, put and get frames with the BTL's immediate send "
         "(vader's fast box); accumulate frames always keep the ordered send path",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL, &use_sendi);
+        OPAL_INFO_LVL_6, true, &use_sendi);
     ompi_osc_nbe_register_uint(c, "aggregate_size",
         "Pack small puts to one peer into one active message of at most this many bytes "
         "(bounded by the BTL's eager limit); puts of up to a quarter of it are packed. The "

@@ -25,6 +25,15 @@ void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name,
                                            storage);
 }
 
+void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, bool value, bool *storage)
+{
+    *storage = value;
+    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0,
+                                           (mca_base_var_info_lvl_t) level, MCA_BASE_VAR_SCOPE_LOCAL,
+                                           storage);
+}
+
 void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *name, const char *desc,
                                   int level, const char *value, char **storage)
 {
@@ -252,28 +261,24 @@ static int component_register(void)
         "MPI to end them, so active messages cost it no extra wait for progress",
         OPAL_INFO_LVL_5, 32768, &mca_osc_nbe_component.rdma_active_threshold);
 
-    mca_osc_nbe_component.fence_implied_grants = true;
-    (void) mca_base_component_var_register(c, "fence_implied_grants",
+    ompi_osc_nbe_register_bool(c, "fence_implied_grants",
         "A fence epoch whose previous one ended clean everywhere (no process sent a counted "
         "message in it: every access was in place when issued, e.g. vader RDMA) needs no "
         "grant message from its targets before RDMA: the fence that closed it already "
         "synchronized like a barrier. Saves a message latency per fence epoch of RDMA puts "
         "or gets",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.fence_implied_grants);
+        OPAL_INFO_LVL_9, true, &mca_osc_nbe_component.fence_implied_grants);
 
     /* off: the UNLOCK may still wait in a queue of this process (BTL busy)
      * when the call returns, and then reaches the target only at this
      * process's next MPI call, which other lockers would wait for */
-    mca_osc_nbe_component.unlock_no_wait = false;
-    (void) mca_base_component_var_register(c, "unlock_no_wait",
+    ompi_osc_nbe_register_bool(c, "unlock_no_wait",
         "MPI_Win_unlock/unlock_all return once the UNLOCK is sent to a target when everything "
         "sent to it is acknowledged already (RDMA that completed in the BTL call needs no "
         "acknowledgement, e.g. vader): the target releases the lock when the UNLOCK arrives. "
         "Saves a message round trip per lock epoch of RDMA accesses. Experimental: an UNLOCK "
         "the BTL could not take at once leaves only at this process's next MPI call",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
-        &mca_osc_nbe_component.unlock_no_wait);
+        OPAL_INFO_LVL_9, false, &mca_osc_nbe_component.unlock_no_wait);
 
     mca_osc_nbe_component.shm_allocate = true;
     (void) mca_base_component_var_register(c, "shm_allocate",

@@ -31,13 +31,11 @@ static unsigned long long pv_held;
 
 void ompi_osc_nbe_hold_register_params(const mca_base_component_t *c)
 {
-    early_puts = true;
-    (void) mca_base_component_var_register(c, "early_puts",
+    ompi_osc_nbe_register_bool(c, "early_puts",
         "Send small contiguous puts (windows not in shared memory) as soon as the access "
         "epoch is open locally, without waiting for the target's grant (fence, post or "
         "lock); the target holds any that arrive before it granted and applies them then",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
-        &early_puts);
+        OPAL_INFO_LVL_5, true, &early_puts);
     ompi_osc_nbe_register_counter(c, "early_frames",
         "Put frames that arrived before the grant their epoch needs (fence, post or lock) "
         "and were held until it existed", &pv_held);
