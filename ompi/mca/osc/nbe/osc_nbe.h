@@ -240,6 +240,16 @@ typedef struct nbe_am_hdr {
     uint64_t offset;      /* stream offset, echoed in replies */
 } nbe_am_hdr_t;
 
+/* a zeroed frame header from this process of this window */
+static inline void ompi_osc_nbe_hdr_init(nbe_am_hdr_t *hdr, const ompi_osc_nbe_module_t *module,
+                                         int type)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->type = (uint8_t) type;
+    hdr->src = module->rank;
+    hdr->cid = module->cid;
+}
+
 /* one contiguous piece of an operation (target address, stream offset) */
 typedef struct nbe_frag_plan {
     uint64_t addr;

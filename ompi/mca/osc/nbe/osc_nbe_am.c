@@ -189,14 +189,10 @@ static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *
             agg.buf = nb;
         }
         agg.cap = cap;
-        nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
-        memset(hdr, 0, sizeof(*hdr));
-        hdr->type = NBE_AM_PUT_MULTI;
-        hdr->src = module->rank;
-        hdr->cid = module->cid;
+        ompi_osc_nbe_hdr_init((nbe_am_hdr_t *) agg.buf, module, NBE_AM_PUT_MULTI);
         agg.module = module;
         agg.peer = peer;
-        agg.len = sizeof(*hdr);
+        agg.len = sizeof(nbe_am_hdr_t);
         agg.n = 0;
         agg.has_ctrl = false;
     }
@@ -432,10 +428,7 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
 {
     if (!opal_list_is_empty(&module->outq)) return OMPI_ERR_OUT_OF_RESOURCE;
     nbe_am_hdr_t hdr;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = NBE_AM_PUT;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_PUT);
     hdr.flags = (fence_tag & NBE_TAG_EARLY) ? NBE_AM_F_EARLY : 0;
     hdr.fence_tag = fence_tag;
     hdr.addr = addr;
@@ -478,10 +471,7 @@ void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
         return;
     }
     nbe_am_hdr_t hdr;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = NBE_AM_FAILED;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_FAILED);
     while (module->failure_told < module->size) {
         int peer = module->failure_told;
         int rc = peer == module->rank ? OMPI_SUCCESS : try_send(module, peer, &hdr, sizeof(hdr), NULL, 0);
@@ -511,10 +501,7 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
     }
     if (NULL != module->shm_rings) return ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
     if (agg_close_with_ctrl(module, peer, msg)) return OMPI_SUCCESS;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = NBE_AM_CTRL;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_CTRL);
     hdr.len = sizeof(*msg);
     return ompi_osc_nbe_send_frame(module, peer, &hdr, msg, sizeof(*msg), true);
 }
@@ -545,10 +532,7 @@ static int op_emit(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
         nbe_am_hdr_t hdr;
         const void *payload = NULL;
         size_t paylen = 0;
-        memset(&hdr, 0, sizeof(hdr));
-        hdr.type = (uint8_t) am_type[op->type];
-        hdr.src = module->rank;
-        hdr.cid = module->cid;
+        ompi_osc_nbe_hdr_init(&hdr, module, am_type[op->type]);
         hdr.fence_tag = op->super.fence_tag;
         hdr.addr = f->addr;
         hdr.len = f->len;
@@ -891,10 +875,7 @@ static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
         pv_rdma_local++;
     } else {
         nbe_am_hdr_t hdr;
-        memset(&hdr, 0, sizeof(hdr));
-        hdr.type = NBE_AM_FIN;
-        hdr.src = module->rank;
-        hdr.cid = module->cid;
+        ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_FIN);
         hdr.fence_tag = op->super.fence_tag;
         ompi_osc_nbe_send_frame(module, op->super.target, &hdr, NULL, 0, true);
         pv_rdma_fin++;

@@ -318,10 +318,7 @@ void ompi_osc_nbe_read_note(ompi_osc_nbe_module_t *module, const nbe_ctrl_t *msg
 static void send_note(ompi_osc_nbe_module_t *module, int peer, int type, int code)
 {
     nbe_am_hdr_t hdr;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = (uint8_t) type;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&hdr, module, type);
     hdr.op_idx = code;
     /* counted first: the ack may be handled inside the send. Queued when
      * the BTL is busy; a link that broke fails the window */
@@ -438,10 +435,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
     }
 
     /* operation fragments */
-    memset(&rep, 0, sizeof(rep));
-    rep.type = NBE_AM_REPLY;
-    rep.src = module->rank;
-    rep.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&rep, module, NBE_AM_REPLY);
     rep.cookie = hdr->cookie;
     rep.offset = hdr->offset;
     bool fetching = NBE_AM_GET == hdr->type || NBE_AM_GACC == hdr->type || NBE_AM_CAS == hdr->type;

@@ -29,10 +29,7 @@ static void local_geom(ompi_osc_nbe_module_t *module, ompi_osc_nbe_peer_t *g)
 static int request_geom(ompi_osc_nbe_module_t *module, int peer)
 {
     nbe_am_hdr_t hdr;
-    memset(&hdr, 0, sizeof(hdr));
-    hdr.type = NBE_AM_GEOM_REQ;
-    hdr.src = module->rank;
-    hdr.cid = module->cid;
+    ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_GEOM_REQ);
     return ompi_osc_nbe_send_frame(module, peer, &hdr, NULL, 0, true);
 }
 
@@ -74,11 +71,8 @@ void ompi_osc_nbe_geom_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     if (NBE_AM_GEOM_REQ == hdr->type) {
         nbe_am_hdr_t rep;
         ompi_osc_nbe_peer_t mine;
-        memset(&rep, 0, sizeof(rep));
         memset(&mine, 0, sizeof(mine));
-        rep.type = NBE_AM_GEOM_REP;
-        rep.src = module->rank;
-        rep.cid = module->cid;
+        ompi_osc_nbe_hdr_init(&rep, module, NBE_AM_GEOM_REP);
         rep.len = sizeof(mine);
         local_geom(module, &mine);
         if (OMPI_SUCCESS != ompi_osc_nbe_send_frame(module, hdr->src, &rep, &mine, sizeof(mine), true)) {
