@@ -13,9 +13,9 @@
  * in. At the end the target's counter holds the number of accumulates, and
  * MPI_Win_free (with acknowledgements possibly still on their way) works.
  *
- * With NBE_EXPECT_NO_WAIT=1 (vader, the parameter on) the window pvar
- * osc_nbe_unlocks_no_wait must have counted on every origin; with =0 (the
- * parameter off, its default) it must stay 0. (On tcp an epoch may qualify too: a flush ack covers its puts'
+ * With NBE_EXPECT_NO_WAIT=1 (vader, the parameter on: its default) the
+ * window pvar osc_nbe_unlocks_no_wait must have counted on every origin;
+ * with =0 (the parameter off) it must stay 0. (On tcp an epoch may qualify too: a flush ack covers its puts'
  * FINs and a get's reply carries the target's count.)
  */
 #include "mdq_pvar.h"

@@ -37,6 +37,7 @@ static struct sim {
     int completed_reqs;
     int last_passive;    /* the passive flag of the last issued op */
     int rdma_ops;        /* ops to peers land at once, uncounted (in-call RDMA) */
+    int ctrl_queued;     /* tx_ctrl says "queued here" (the glue's BTL was busy) */
 } S;
 
 static void push(msg_t *m)
@@ -55,7 +56,7 @@ static int tx_ctrl(void *ctx, int peer, const nbe_ctrl_t *c)
     m->dst = peer;
     m->ctrl = *c;
     push(m);
-    return 0;
+    return S.ctrl_queued;
 }
 
 static int tx_issue(void *ctx, nbe_op_t *eop)
@@ -1122,6 +1123,18 @@ START_TEST(unlock_no_wait_when_all_acknowledged)
     ck_assert(!nbe_engine_idle(S.e[0]));     /* its ack is still to come */
     run_until_quiet();
     ck_assert(nbe_engine_idle(S.e[0]));
+    /* an UNLOCK the glue only queued (busy BTL): the unlock waits, since
+     * the target would get it only at our next call */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 2, 5, NBE_OK);
+    S.ctrl_queued = 1;
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    S.ctrl_queued = 0;
+    run_holding(NBE_CTRL_UNLOCK_ACK);
+    ck_assert(!u->complete);
+    wait_req(u);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->unlocks_no_wait, 1);
     /* an active message (counted, not acknowledged): the unlock waits */
     S.rdma_ops = 0;
     ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);

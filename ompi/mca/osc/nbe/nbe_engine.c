@@ -169,8 +169,10 @@ static nbe_trait_t *trait(nbe_engine_t *e, int rank)
     return &e->sink;
 }
 
-static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t b,
-                      int lock_type, int flags)
+/* the transport's answer (0: on its way without us, 1: queued here), 1 for
+ * a message looped back to self or not sent (failed engine) */
+static int send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t b,
+                     int lock_type, int flags)
 {
     nbe_ctrl_t m;
     memset(&m, 0, sizeof(m));
@@ -182,7 +184,7 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
     m.b = b;
     /* a failed engine's state is incomplete: what it would send may be wrong
      * (a FENCE_DONE counting ops a lost trait held) */
-    if (e->failed) return;
+    if (e->failed) return 1;
     e->stats.ctrl_sent++;
     if (peer == e->rank) {
         if (e->loop_n == e->loop_cap) {
@@ -190,16 +192,16 @@ static void send_ctrl(nbe_engine_t *e, int peer, int type, uint64_t a, uint64_t 
             nbe_ctrl_t *nl = realloc(e->loop, ncap * sizeof(*nl));
             if (NULL == nl) {   /* a control message lost: the window is */
                 nbe_engine_fail(e);
-                return;
+                return 1;
             }
             e->loop = nl;
             e->loop_cap = ncap;
         }
         e->loop[e->loop_n++] = m;
         e->dirty = 1;
-        return;
+        return 1;
     }
-    e->tx.send_ctrl(e->ctx, peer, &m);
+    return e->tx.send_ctrl(e->ctx, peer, &m);
 }
 
 static nbe_req_t *req_new(nbe_engine_t *e, nbe_req_kind_t kind)
@@ -753,14 +755,15 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
         if (!ep->app_open && l->granted && !l->closed_sent && NULL == ep->qh) {
             l->unlock_seq = ++tr->unlock_seq;
             e->unlocks_sent++;
-            send_ctrl(e, l->rank, NBE_CTRL_UNLOCK, l->unlock_seq, tr->ops_out, 0,
-                      0 == l->id ? NBE_CTRL_FLAG_NOCHECK : 0);
+            int queued = send_ctrl(e, l->rank, NBE_CTRL_UNLOCK, l->unlock_seq, tr->ops_out, 0,
+                                   0 == l->id ? NBE_CTRL_FLAG_NOCHECK : 0);
             l->closed_sent = 1;
             /* every counted message to rank acknowledged and nothing in
              * flight: the target has all it needs to release at once (on
              * arrival, see NBE_CTRL_UNLOCK), and nothing of ours remains
-             * to complete there */
-            l->unlock_no_wait = e->unlock_no_wait && l->rank != e->rank &&
+             * to complete there. The UNLOCK must be on its way, not in a
+             * queue of ours: the release would wait for our next call. */
+            l->unlock_no_wait = e->unlock_no_wait && 0 == queued && l->rank != e->rank &&
                                 tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
             if (l->unlock_no_wait) e->stats.unlocks_no_wait++;
             changed = 1;

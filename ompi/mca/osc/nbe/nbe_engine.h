@@ -130,7 +130,10 @@ struct nbe_req {
 
 typedef struct nbe_transport {
     /* send a control message; the glue queues it if the network is busy.
-     * peer == self never reaches here (the engine loops back itself). */
+     * Returns 0 once the message reaches peer without further calls of
+     * this process, 1 if the glue queued it (it leaves from a later
+     * progress call), < 0 on error. peer == self never reaches here (the
+     * engine loops back itself). */
     int (*send_ctrl)(void *ctx, int peer, const nbe_ctrl_t *msg);
     /* start an RMA operation; returns the number of counted messages it
      * sends to op->target (0 for self), or < 0 on error. The glue reports
@@ -307,7 +310,8 @@ void nbe_engine_set_exposure_word(nbe_engine_t *eng, volatile int64_t *word);
 
 /* Unlocks without the ack (off by default): a lock epoch whose every
  * counted message to the target is acknowledged (a flush ack, a get's
- * reply) and with nothing in flight ends once its UNLOCK is sent; the
+ * reply) and with nothing in flight ends once its UNLOCK is on its way
+ * (send_ctrl returned 0); the
  * target releases the lock when the UNLOCK arrives. Only for glue whose
  * uncounted operations are complete at the target when issued. The engine
  * is idle only once every UNLOCK_ACK came. */

@@ -293,6 +293,11 @@ static int try_sendi(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hdrlen
                               (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag, NULL);
 }
 
+/* the last btl_send handed its frame over completely (an immediate send,
+ * or a send the BTL reports complete): it reaches the peer without our
+ * progress. Read by ompi_osc_nbe_send_ctrl_cb. */
+static bool last_send_done;
+
 static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
@@ -303,6 +308,7 @@ static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     if (NULL == bml_btl) return OMPI_ERR_UNREACH;
     if (use_sendi && NULL != bml_btl->btl->btl_sendi && hdrlen + paylen <= NBE_SENDI_MAX &&
         may_overtake(hdr) && OPAL_SUCCESS == try_sendi(bml_btl, hdr, hdrlen, payload, paylen)) {
+        last_send_done = true;
         return OMPI_SUCCESS;
     }
     mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, hdrlen + paylen,
@@ -315,6 +321,7 @@ static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     des->des_cbfunc = send_done;
     des->des_cbdata = send_token(module);
     rc = mca_bml_base_send(bml_btl, des, (mca_btl_base_tag_t) mca_osc_nbe_component.btl_tag);
+    last_send_done = 1 == rc;
     if (OPAL_UNLIKELY(rc < 0)) {
         mca_bml_base_free(bml_btl, des);
         bool busy = OPAL_ERR_RESOURCE_BUSY == rc || OPAL_ERR_OUT_OF_RESOURCE == rc ||
@@ -499,11 +506,17 @@ int ompi_osc_nbe_send_ctrl_cb(void *ctx, int peer, const nbe_ctrl_t *msg)
                     module->rank, msg->type, peer, (unsigned long long) msg->a,
                     (unsigned long long) msg->b);
     }
-    if (NULL != module->shm_rings) return ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
-    if (agg_close_with_ctrl(module, peer, msg)) return OMPI_SUCCESS;
+    /* 0: on its way (ring written, frame handed over complete), 1: queued */
+    if (NULL != module->shm_rings) {
+        int rc = ompi_osc_nbe_shm_send_ctrl(module, peer, msg);
+        return OMPI_SUCCESS != rc ? rc : 0 != module->ring_npend;
+    }
+    last_send_done = false;
+    if (agg_close_with_ctrl(module, peer, msg)) return agg.module || !last_send_done;
     ompi_osc_nbe_hdr_init(&hdr, module, NBE_AM_CTRL);
     hdr.len = sizeof(*msg);
-    return ompi_osc_nbe_send_frame(module, peer, &hdr, msg, sizeof(*msg), true);
+    int rc = ompi_osc_nbe_send_frame(module, peer, &hdr, msg, sizeof(*msg), true);
+    return OMPI_SUCCESS != rc ? rc : !last_send_done;
 }
 
 /* a control message that arrived, by any path (frame, packed record, ring) */

@@ -269,16 +269,14 @@ static int component_register(void)
         "or gets",
         OPAL_INFO_LVL_9, true, &mca_osc_nbe_component.fence_implied_grants);
 
-    /* off: the UNLOCK may still wait in a queue of this process (BTL busy)
-     * when the call returns, and then reaches the target only at this
-     * process's next MPI call, which other lockers would wait for */
     ompi_osc_nbe_register_bool(c, "unlock_no_wait",
-        "MPI_Win_unlock/unlock_all return once the UNLOCK is sent to a target when everything "
-        "sent to it is acknowledged already (RDMA that completed in the BTL call needs no "
-        "acknowledgement, e.g. vader): the target releases the lock when the UNLOCK arrives. "
-        "Saves a message round trip per lock epoch of RDMA accesses. Experimental: an UNLOCK "
-        "the BTL could not take at once leaves only at this process's next MPI call",
-        OPAL_INFO_LVL_9, false, &mca_osc_nbe_component.unlock_no_wait);
+        "MPI_Win_unlock/unlock_all return once the UNLOCK is on its way to a target (handed to "
+        "the BTL complete, not queued in this process) when everything sent to it is "
+        "acknowledged already (RDMA that completed in the BTL call needs no acknowledgement, "
+        "e.g. vader): the target releases the lock when the UNLOCK arrives. Saves a message "
+        "round trip per lock epoch of RDMA accesses. Not on dynamic windows, whose refused "
+        "accesses are reported with the acknowledgement",
+        OPAL_INFO_LVL_9, true, &mca_osc_nbe_component.unlock_no_wait);
 
     mca_osc_nbe_component.shm_allocate = true;
     (void) mca_base_component_var_register(c, "shm_allocate",
@@ -519,7 +517,8 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
 
     ompi_osc_nbe_hold_configure(module);
     nbe_engine_set_fence_implied_grants(module->engine, mca_osc_nbe_component.fence_implied_grants);
-    nbe_engine_set_unlock_no_wait(module->engine, mca_osc_nbe_component.unlock_no_wait);
+    nbe_engine_set_unlock_no_wait(module->engine, mca_osc_nbe_component.unlock_no_wait &&
+                                                      MPI_WIN_FLAVOR_DYNAMIC != flavor);
     if (module->shm_expo) {
         nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
         /* every operation is a direct load/store: fences need only a barrier */
