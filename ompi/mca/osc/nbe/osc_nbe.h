@@ -20,6 +20,7 @@
 
 #include "nbe_engine.h"
 #include "nbe_ring.h"
+#include "nbe_rwlock.h"
 
 BEGIN_C_DECLS
 
@@ -40,6 +41,7 @@ typedef struct ompi_osc_nbe_component {
     bool     fence_implied_grants;
     bool     unlock_no_wait;
     bool     shm_allocate;
+    bool     shm_tables;
     bool     am_registered;
     bool     progress_registered;
     int      test_fail_rank;    /* testing: windows of this rank fail at their 2nd sync */
@@ -119,14 +121,16 @@ typedef struct ompi_osc_nbe_module {
     struct ompi_osc_nbe_op *awaiting;
     uint64_t               bytes;      /* RMA payload bytes issued */
     /* shared memory (allocate_shared, or allocate on one node): one node-wide
-     * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it */
-    char                  *shm_base;
+     * mapping, rank r's segment at shm_geom[r].off; RMA goes directly through it.
+     * Other windows on one node map only the tables (shm_base NULL) */
+    char                  *shm_map;        /* the mapping (tables first) */
+    char                  *shm_base;       /* the mapping, if the window's memory is in it */
     volatile int32_t      *shm_acc_lock;   /* serializes accumulates of all processes */
-    volatile int64_t      *shm_locks;      /* per-rank window lock words (0 free, >0 shared, -1 excl) */
+    nbe_rwlock_t          *shm_locks;      /* per-rank window locks (fair, nbe_rwlock.h) */
     volatile int64_t      *shm_expo;       /* per-rank count of ending exposures (engine mirror) */
     int                    shm_lock_all;   /* lock_all held through the lock words */
     int                    shm_sense;      /* this process's sense of the segment barrier */
-    int                   *shm_held;       /* targets whose lock word this process holds */
+    int                   *shm_held;       /* 2 * target + exclusive, for each lock held */
     int                    shm_nheld, shm_cap_held;
     size_t                 shm_len;
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
@@ -299,10 +303,11 @@ typedef struct ompi_osc_nbe_op {
 int  ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
                              void **base);
 /* fill a peer's geometry from the segment (false if not a shared-memory window) */
+int  ompi_osc_nbe_shm_create_tables(ompi_osc_nbe_module_t *module);
 bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_osc_nbe_peer_t *g);
 /* lock-word bookkeeping of shared-memory windows */
-int  ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target);
-bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target);
+int  ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target, bool exclusive);
+bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target, bool *exclusive);
 
 /* window geometry of a peer, fetched on first touch (a round trip answered
  * by the peer's progress) and cached; NULL if it cannot be obtained */
@@ -313,7 +318,7 @@ void ompi_osc_nbe_geom_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
 void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
 /* both wait for other processes: OMPI_SUCCESS, or the window's error once it failed */
 int  ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
-void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target);
+void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);

@@ -51,17 +51,23 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
                            int flavor);
 /* A window id every process of the window agrees on: the largest of the
  * processes' next free ids. Each process hands out increasing ids, so the id
- * names one live window on every member; frames carry it. */
-static int agree_window_id(ompi_osc_nbe_module_t *module)
+ * names one live window on every member; frames carry it. The same
+ * allreduce makes the shared-memory choices unanimous (each is collective
+ * to set up): off if any process has it off. */
+static int agree_window_id(ompi_osc_nbe_module_t *module, bool *shm_allocate, bool *shm_tables)
 {
-    uint32_t mine = mca_osc_nbe_component.next_window_id, agreed = 0;
+    uint32_t mine[3] = { mca_osc_nbe_component.next_window_id,
+                         !mca_osc_nbe_component.shm_allocate, !mca_osc_nbe_component.shm_tables };
+    uint32_t agreed[3] = { 0 };
     ompi_communicator_t *comm = module->comm;
-    int ret = comm->c_coll->coll_allreduce(&mine, &agreed, 1, MPI_UINT32_T, MPI_MAX, comm,
+    int ret = comm->c_coll->coll_allreduce(mine, agreed, 3, MPI_UINT32_T, MPI_MAX, comm,
                                            comm->c_coll->coll_allreduce_module);
     if (OMPI_SUCCESS != ret) return ret;
-    if (UINT32_MAX == agreed) return OMPI_ERR_OUT_OF_RESOURCE;
-    module->cid = agreed;
-    mca_osc_nbe_component.next_window_id = agreed + 1;
+    if (UINT32_MAX == agreed[0]) return OMPI_ERR_OUT_OF_RESOURCE;
+    module->cid = agreed[0];
+    mca_osc_nbe_component.next_window_id = agreed[0] + 1;
+    *shm_allocate = !agreed[1];
+    *shm_tables = !agreed[2];
     return OMPI_SUCCESS;
 }
 
@@ -285,6 +291,14 @@ static int component_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &mca_osc_nbe_component.shm_allocate);
 
+    ompi_osc_nbe_register_bool(c, "shm_tables",
+        "Windows not backed by shared memory (create, dynamic, allocate with shm_allocate off) "
+        "whose processes share one node keep their lock words and geometry in a small node "
+        "shared-memory segment: MPI_Win_lock/unlock take a target's lock with CPU atomics, with "
+        "no message and no progress of the target, and a process learns a peer's window "
+        "geometry without asking it. RMA itself still goes through the BTL",
+        OPAL_INFO_LVL_5, true, &mca_osc_nbe_component.shm_tables);
+
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",
         "BTL active-message tag used by osc/nbe (must be free: 0x60-0x7f is the osc range)",
@@ -467,21 +481,6 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     module->disp_unit = disp_unit;
     module->win_size = size;
 
-    /* Win_allocate on a single node: memory from a shared segment, so peers
-     * access it directly like an allocate_shared window */
-    bool use_shm = MPI_WIN_FLAVOR_SHARED == flavor ||
-        (MPI_WIN_FLAVOR_ALLOCATE == flavor && mca_osc_nbe_component.shm_allocate &&
-         !ompi_group_have_remote_peers(comm->c_local_group));
-
-    if (MPI_WIN_FLAVOR_ALLOCATE == flavor && !use_shm) {
-        /* always a valid, distinct address, even for size 0 */
-        module->free_after = malloc(size ? size : 1);
-        if (NULL == module->free_after) {
-            module_release(module);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        *base = module->free_after;
-    }
     /* No duplicate of the communicator (it would cost per-peer state in the
      * pml and coll of every window): the window keeps the user's
      * communicator alive and runs its few creation/free collectives on it.
@@ -493,21 +492,42 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     OBJ_RETAIN(comm);
     module->rank = ompi_comm_rank(comm);
     module->size = ompi_comm_size(comm);
-    ret = agree_window_id(module);
+    bool shm_allocate, shm_tables;
+    ret = agree_window_id(module, &shm_allocate, &shm_tables);
     if (OMPI_SUCCESS != ret) {
         module_release(module);
         return ret;
     }
 
+    /* Win_allocate on a single node: memory from a shared segment, so peers
+     * access it directly like an allocate_shared window */
+    bool one_node = !ompi_group_have_remote_peers(comm->c_local_group);
+    bool use_shm = MPI_WIN_FLAVOR_SHARED == flavor ||
+        (MPI_WIN_FLAVOR_ALLOCATE == flavor && shm_allocate && one_node);
+
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor && !use_shm) {
+        /* always a valid, distinct address, even for size 0 */
+        module->free_after = malloc(size ? size : 1);
+        if (NULL == module->free_after) {
+            module_release(module);
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        *base = module->free_after;
+    }
+
     if (use_shm) {
         ret = ompi_osc_nbe_shm_create(module, size, disp_unit, base);
-        if (OMPI_SUCCESS != ret) {
-            module_release(module);
-            return ret;
-        }
     }
     module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
-    /* peers' geometry: on first touch (osc_nbe_geom.c), no table here */
+    if (!use_shm && shm_tables && one_node && module->size > 1) {
+        /* lock words and geometry in a small node segment (peers' geometry
+         * read there on first touch; else a GEOM_REQ, osc_nbe_geom.c) */
+        ret = ompi_osc_nbe_shm_create_tables(module);
+    }
+    if (OMPI_SUCCESS != ret) {
+        module_release(module);
+        return ret;
+    }
 
     module->engine = nbe_engine_create(module->rank, module->size, &nbe_transport, module);
     if (NULL == module->engine) {
@@ -521,6 +541,8 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
                                                       MPI_WIN_FLAVOR_DYNAMIC != flavor);
     if (module->shm_expo) {
         nbe_engine_set_exposure_word(module->engine, &module->shm_expo[module->rank]);
+    }
+    if (module->shm_base) {
         /* every operation is a direct load/store: fences need only a barrier */
         nbe_engine_set_local_fence(module->engine, 1);
     }

@@ -4,6 +4,8 @@
  * the ranks are contiguous in rank order, as MPI's default layout asks.
  * RMA on such a window goes through the same engine; applications may
  * also load/store the peers' segments found with MPI_Win_shared_query.
+ * Other windows on one node share only the per-rank tables (lock words,
+ * geometry): ompi_osc_nbe_shm_create_tables.
  */
 #include "osc_nbe.h"
 
@@ -25,15 +27,77 @@
 /* a rank's entry in the segment header: written by the rank itself at
  * creation, read by the others on first touch (node-wide, not per process) */
 typedef struct ompi_osc_nbe_shm_geom {
-    uint64_t off;
+    uint64_t off;          /* in the mapping; the owner's address if only the tables are shared */
     uint64_t size;
     int64_t  disp_unit;
 } ompi_osc_nbe_shm_geom_t;
 
-/* Layout: a header (accumulate lock), one lock word and one exposure word
- * per rank, one geometry entry per rank, one control-message ring per rank
- * (nbe_ring.h; untouched, so not resident, until a peer sends that rank a
- * control message), then the segments back to back.
+/* One segment of len bytes, mapped by every process of the communicator
+ * (rank 0 creates it, the name goes out by bcast, the name is unlinked once
+ * all mapped it: the mappings keep it alive). Zeroed by ftruncate. */
+static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
+{
+    ompi_communicator_t *comm = module->comm;
+    char name[64];
+    int fd = -1, ok = 1, all_ok = 0, rc;
+
+    memset(name, 0, sizeof(name));
+    if (0 == module->rank) {
+        snprintf(name, sizeof(name), "/ompi-nbe-%d-%u", (int) getpid(), module->cid);
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 || 0 != ftruncate(fd, (off_t) len)) ok = 0;
+    }
+    rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
+                                  comm->c_coll->coll_bcast_module);
+    if (OMPI_SUCCESS != rc) return rc;
+    if (0 != module->rank) {
+        fd = shm_open(name, O_RDWR, 0600);
+        if (fd < 0) ok = 0;
+    }
+    if (ok) {
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (MAP_FAILED == p) ok = 0;
+        else {
+            module->shm_map = p;
+            module->shm_len = len;
+        }
+    }
+    if (fd >= 0) close(fd);
+    rc = comm->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
+                                      comm->c_coll->coll_allreduce_module);
+    if (0 == module->rank && name[0]) shm_unlink(name);
+    if (OMPI_SUCCESS != rc || !all_ok) {
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe: cannot create the shared segment %s", name);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* the tables every segment starts with: the header, one lock and one
+ * exposure word per rank, one geometry entry per rank; returns their size */
+static uint64_t tables_size(int n)
+{
+    return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + 8) * (uint64_t) n +
+           sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
+}
+
+static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
+{
+    int n = module->size;
+    module->shm_acc_lock = (volatile int32_t *) module->shm_map;
+    module->shm_locks = (nbe_rwlock_t *) (module->shm_map + NBE_SHM_HEADER);
+    module->shm_expo = (volatile int64_t *) (module->shm_locks + n);
+    module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
+    /* the others read it only after the creation's closing barrier */
+    module->shm_geom[module->rank].off = where;
+    module->shm_geom[module->rank].size = size;
+    module->shm_geom[module->rank].disp_unit = disp_unit;
+}
+
+/* Layout: the tables, one control-message ring per rank (nbe_ring.h;
+ * untouched, so not resident, until a peer sends that rank a control
+ * message), then the segments back to back.
  * Every per-rank table lives in the shared segment; the process-private
  * cost of the window does not grow with the number of processes. */
 int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp_unit,
@@ -42,8 +106,6 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
     ompi_communicator_t *comm = module->comm;
     int n = module->size, rc;
     uint64_t mine = size, before = 0, sum = 0;
-    char name[64];
-    int fd = -1, ok = 1, all_ok = 0;
 
     if (ompi_group_have_remote_peers(comm->c_local_group)) return OMPI_ERR_RMA_SHARED;
     /* my offset among the segments (ranks in order) and the total */
@@ -54,48 +116,27 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
     rc = comm->c_coll->coll_allreduce(&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, comm,
                                       comm->c_coll->coll_allreduce_module);
     if (OMPI_SUCCESS != rc) return rc;
-    uint64_t tables = NBE_SHM_HEADER + 16 * (uint64_t) n + sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
-    uint64_t rings = (tables + 63) & ~(uint64_t) 63;
+    uint64_t rings = (tables_size(n) + 63) & ~(uint64_t) 63;
     uint64_t first = rings + NBE_RING_BYTES * (uint64_t) n;
-    module->shm_len = first + sum;
-
-    memset(name, 0, sizeof(name));
-    if (0 == module->rank) {
-        snprintf(name, sizeof(name), "/ompi-nbe-%d-%u", (int) getpid(), module->cid);
-        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0 || 0 != ftruncate(fd, (off_t) module->shm_len)) ok = 0;
-    }
-    rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
-                                  comm->c_coll->coll_bcast_module);
+    rc = map_segment(module, first + sum);
     if (OMPI_SUCCESS != rc) return rc;
-    if (0 != module->rank) {
-        fd = shm_open(name, O_RDWR, 0600);
-        if (fd < 0) ok = 0;
-    }
-    if (ok) {
-        void *p = mmap(NULL, module->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (MAP_FAILED == p) ok = 0;
-        else module->shm_base = p;
-    }
-    if (fd >= 0) close(fd);
-    rc = comm->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
-                                      comm->c_coll->coll_allreduce_module);
-    if (0 == module->rank && name[0]) shm_unlink(name);   /* the mappings keep it alive */
-    if (OMPI_SUCCESS != rc || !all_ok) {
-        opal_output_verbose(1, mca_osc_nbe_component.output,
-                            "osc/nbe: cannot create the shared segment %s", name);
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    module->shm_acc_lock = (volatile int32_t *) module->shm_base;
-    module->shm_locks = (volatile int64_t *) (module->shm_base + NBE_SHM_HEADER);
-    module->shm_expo = module->shm_locks + n;
-    module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
-    module->shm_rings = (nbe_ring_t *) (module->shm_base + rings);
-    /* the others read it only after the creation's closing barrier */
-    module->shm_geom[module->rank].off = first + before;
-    module->shm_geom[module->rank].size = size;
-    module->shm_geom[module->rank].disp_unit = disp_unit;
+    module->shm_base = module->shm_map;
+    module->shm_rings = (nbe_ring_t *) (module->shm_map + rings);
+    set_tables(module, first + before, size, disp_unit);
     *base = module->shm_base + first + before;
+    return OMPI_SUCCESS;
+}
+
+/* A window whose memory is the process's own (create, dynamic, allocate
+ * without the shared segment) on one node: only the tables are shared.
+ * Lock words are then taken with CPU atomics by the origin (no message, no
+ * progress of the target), and peers read the geometry from the table
+ * instead of asking for it. RMA itself keeps the BTL (RDMA, messages). */
+int ompi_osc_nbe_shm_create_tables(ompi_osc_nbe_module_t *module)
+{
+    int rc = map_segment(module, tables_size(module->size));
+    if (OMPI_SUCCESS != rc) return rc;
+    set_tables(module, (uint64_t) (uintptr_t) module->base, module->win_size, module->disp_unit);
     return OMPI_SUCCESS;
 }
 
@@ -103,15 +144,16 @@ bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_os
 {
     if (NULL == module->shm_geom) return false;
     const ompi_osc_nbe_shm_geom_t *sg = &module->shm_geom[peer];
-    g->base = (uint64_t) (uintptr_t) (module->shm_base + sg->off);
+    /* shared-memory window: an offset in the mapping; else the peer's address */
+    g->base = module->shm_base ? (uint64_t) (uintptr_t) (module->shm_base + sg->off) : sg->off;
     g->size = sg->size;
     g->disp_unit = sg->disp_unit;
     return true;
 }
 
-/* the targets whose lock word this process holds: a short list (a process
- * holds few locks at a time), not a table over all ranks */
-int ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target)
+/* the targets whose lock this process holds, and how: a short list (a
+ * process holds few locks at a time), not a table over all ranks */
+int ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target, bool exclusive)
 {
     if (module->shm_nheld == module->shm_cap_held) {
         int ncap = module->shm_cap_held ? 2 * module->shm_cap_held : 4;
@@ -120,14 +162,15 @@ int ompi_osc_nbe_shm_note_held(ompi_osc_nbe_module_t *module, int target)
         module->shm_held = nh;
         module->shm_cap_held = ncap;
     }
-    module->shm_held[module->shm_nheld++] = target;
+    module->shm_held[module->shm_nheld++] = 2 * target + (exclusive ? 1 : 0);
     return OMPI_SUCCESS;
 }
 
-bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target)
+bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target, bool *exclusive)
 {
     for (int i = 0; i < module->shm_nheld; ++i) {
-        if (module->shm_held[i] == target) {
+        if (module->shm_held[i] / 2 == target) {
+            *exclusive = module->shm_held[i] & 1;
             module->shm_held[i] = module->shm_held[--module->shm_nheld];
             return true;
         }
@@ -148,36 +191,33 @@ void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
     }
 }
 
-/* window locks of shared-memory windows: a word per rank in the segment,
- * taken with atomics by the origin itself (no message to the target) */
+/* window locks of windows on one node: a fair reader-writer lock per rank
+ * in the segment (nbe_rwlock.h), taken by the origin itself (no message to
+ * the target, which need not call MPI). As the engine's lock manager, no
+ * grant while the target ends an exposure epoch (its exposure word). */
 int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
 {
-    volatile int64_t *w = &module->shm_locks[target];
-    for (;;) {
-        int64_t v = __atomic_load_n(w, __ATOMIC_RELAXED);
-        if (exclusive ? 0 == v : v >= 0) {
-            int64_t nv = exclusive ? -1 : v + 1;
-            if (__atomic_compare_exchange_n(w, &v, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-                /* as the engine's lock manager: never overlap the end of an
-                 * exposure epoch of the target */
-                if (0 == __atomic_load_n(&module->shm_expo[target], __ATOMIC_SEQ_CST)) {
-                    return OMPI_SUCCESS;
-                }
-                ompi_osc_nbe_shm_win_unlock(module, target);
-            }
-            else continue;
-        }
+    nbe_rwlock_t *l = &module->shm_locks[target];
+    const int64_t *gate = (const int64_t *) &module->shm_expo[target];
+    uint32_t ticket = nbe_rwlock_ticket(l);
+    while (!(exclusive ? nbe_rwlock_try_exclusive(l, ticket, gate)
+                       : nbe_rwlock_try_shared(l, ticket, gate))) {
         opal_progress();   /* keep serving the others while waiting */
         int rc = ompi_osc_nbe_failed_rc(module);
-        if (OMPI_SUCCESS != rc) return rc;
+        if (OMPI_SUCCESS != rc) {
+            /* a ticket must be served: wait for the turn and pass it on */
+            while (!nbe_rwlock_turn(l, ticket)) opal_progress();
+            nbe_rwlock_pass(l, ticket);
+            return rc;
+        }
     }
+    return OMPI_SUCCESS;
 }
 
-void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target)
+void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target, bool exclusive)
 {
-    volatile int64_t *w = &module->shm_locks[target];
-    if (-1 == __atomic_load_n(w, __ATOMIC_RELAXED)) __atomic_store_n(w, 0, __ATOMIC_RELEASE);
-    else __atomic_fetch_sub(w, 1, __ATOMIC_RELEASE);
+    if (exclusive) nbe_rwlock_release_exclusive(&module->shm_locks[target]);
+    else nbe_rwlock_release_shared(&module->shm_locks[target]);
 }
 
 /* sense-reversing barrier on two words of the segment header: the fence
@@ -209,7 +249,8 @@ void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
 
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
 {
-    if (module->shm_base) munmap(module->shm_base, module->shm_len);
+    if (module->shm_map) munmap(module->shm_map, module->shm_len);
+    module->shm_map = NULL;
     module->shm_base = NULL;
     module->shm_acc_lock = NULL;
     module->shm_locks = NULL;

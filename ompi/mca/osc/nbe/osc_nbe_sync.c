@@ -283,10 +283,11 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
         rc = nbe_ilock(module->engine, type, target, NBE_MODE_NOCHECK, NULL);
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         if (!(assert & MPI_MODE_NOCHECK)) {
-            rc = ompi_osc_nbe_shm_win_lock(module, target, NBE_LOCK_EXCLUSIVE == type);
+            bool exclusive = NBE_LOCK_EXCLUSIVE == type;
+            rc = ompi_osc_nbe_shm_win_lock(module, target, exclusive);
             if (OMPI_SUCCESS != rc) return rc;
-            if (OMPI_SUCCESS != ompi_osc_nbe_shm_note_held(module, target)) {
-                ompi_osc_nbe_shm_win_unlock(module, target);
+            if (OMPI_SUCCESS != ompi_osc_nbe_shm_note_held(module, target, exclusive)) {
+                ompi_osc_nbe_shm_win_unlock(module, target, exclusive);
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
         }
@@ -311,8 +312,9 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
     /* release the lock word only once the epoch's operations completed (or
      * the window failed: its peers may be waiting for the word) */
-    if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target)) {
-        ompi_osc_nbe_shm_win_unlock(module, target);
+    bool exclusive;
+    if (module->shm_locks && ompi_osc_nbe_shm_take_held(module, target, &exclusive)) {
+        ompi_osc_nbe_shm_win_unlock(module, target, exclusive);
     }
     return with_remote_error(module, rc);
 }
@@ -330,7 +332,7 @@ int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
             for (int r = 0; r < module->size; ++r) {
                 rc = ompi_osc_nbe_shm_win_lock(module, r, false);
                 if (OMPI_SUCCESS != rc) {
-                    while (r-- > 0) ompi_osc_nbe_shm_win_unlock(module, r);
+                    while (r-- > 0) ompi_osc_nbe_shm_win_unlock(module, r, false);
                     module->shm_lock_all = 0;
                     return rc;
                 }
@@ -351,7 +353,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     int rc = nbe_iunlock_all(module->engine, &req);
     rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
     if (module->shm_locks && module->shm_lock_all) {
-        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r);
+        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r, false);
         module->shm_lock_all = 0;
     }
     return with_remote_error(module, rc);

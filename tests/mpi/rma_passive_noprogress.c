@@ -1,0 +1,114 @@
+/*
+ * Passive-target RMA on a create window of one node while the target does
+ * not call MPI at all: window locks are taken by the origins in the node's
+ * lock table (osc_nbe_shm_tables), the peers' geometry is read there, and
+ * transfers of 64 KiB are CMA (vader), so nothing needs the target's CPU.
+ *
+ * Rank 0 is the target. Between two barriers it only reads its own memory:
+ *  1. every origin, under an exclusive lock, puts its stamp over its data
+ *     block and then its stamp over its flag block (the data put completed
+ *     before the flag put was issued, so a visible flag means the data are
+ *     in place); the target waits for every flag, then checks every block;
+ *  2. every origin, under a shared lock, gets the data block of the next
+ *     origin (it must read that origin's stamp), then, under an exclusive
+ *     lock, puts a second stamp over its flag block; the target waits for
+ *     those.
+ * The target gives up after 30 s (an origin stuck waiting for a grant that
+ * needs the target's progress), reports it, and only then calls MPI again,
+ * so a regression fails instead of hanging. With --mca osc_nbe_shm_tables 0
+ * the lock requests need the target's progress: phase 1 then times out.
+ * Run on vader only (tcp's put needs the target's progress).
+ */
+#include <time.h>
+
+#include "pt2pt_common.h"
+
+#define BLOCK (64 * 1024 / (int) sizeof(int))   /* above the RDMA thresholds */
+#define WAIT_S 30.0
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
+}
+
+/* block 2k: origin k's data, block 2k+1: its flag (k = 1 .. nprocs-1) */
+static int data_disp(int k) { return 2 * k * BLOCK; }
+static int flag_disp(int k) { return (2 * k + 1) * BLOCK; }
+
+/* the target, outside MPI: wait until every origin's flag holds stamp */
+static int wait_flags(volatile int *mem, int stamp)
+{
+    double start = now();
+    int missing = nprocs - 1;
+    while (missing > 0 && now() - start < WAIT_S) {
+        missing = 0;
+        for (int k = 1; k < nprocs; ++k) missing += mem[flag_disp(k)] != stamp + k;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);   /* the data were stored before the flags */
+    return missing;
+}
+
+static void put_block(MPI_Win win, int *buf, int disp, int value)
+{
+    for (int i = 0; i < BLOCK; ++i) buf[i] = value;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    MPI_Put(buf, BLOCK, MPI_INT, 0, disp, BLOCK, MPI_INT, win);
+    MPI_Win_unlock(0, win);
+}
+
+int main(int argc, char **argv)
+{
+    test_init(&argc, &argv);
+    int nblocks = 2 * (nprocs + 1);
+    int *mem = calloc((size_t) nblocks * BLOCK, sizeof(int));
+    int *buf = malloc(BLOCK * sizeof(int));
+    MPI_Win win;
+    MPI_Win_create(mem, (MPI_Aint) nblocks * BLOCK * sizeof(int), sizeof(int), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* phase 1: exclusive epochs, data then flag */
+    if (0 == rank) {
+        int missing = wait_flags(mem, 100);
+        CHECK(0 == missing, "phase 1: %d origins did not get the lock without my progress",
+              missing);
+        for (int k = 1; k < nprocs && 0 == missing; ++k) {
+            for (int i = 0; i < BLOCK; ++i) {
+                if (mem[data_disp(k) + i] != 1000 + k) {
+                    CHECK(0, "phase 1: block of %d holds %d at %d", k, mem[data_disp(k) + i], i);
+                    break;
+                }
+            }
+        }
+    } else {
+        put_block(win, buf, data_disp(rank), 1000 + rank);
+        put_block(win, buf, flag_disp(rank), 100 + rank);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* phase 2: shared epochs (gets), then an exclusive flag */
+    if (0 == rank) {
+        int missing = wait_flags(mem, 200);
+        CHECK(0 == missing, "phase 2: %d origins did not finish without my progress", missing);
+    } else {
+        int next = rank % (nprocs - 1) + 1;
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        MPI_Get(buf, BLOCK, MPI_INT, 0, data_disp(next), BLOCK, MPI_INT, win);
+        MPI_Win_unlock(0, win);
+        for (int i = 0; i < BLOCK; ++i) {
+            if (buf[i] != 1000 + next) {
+                CHECK(0, "phase 2: read %d at %d of %d's block", buf[i], i, next);
+                break;
+            }
+        }
+        put_block(win, buf, flag_disp(rank), 200 + rank);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_free(&win);
+    free(mem);
+    free(buf);
+    return test_finish();
+}
