@@ -25,8 +25,9 @@ static int gate_open(const int64_t *gate)
 
 int nbe_rwlock_try_shared(nbe_rwlock_t *l, uint32_t ticket, const int64_t *gate)
 {
-    if (!nbe_rwlock_turn(l, ticket)) return 0;
-    /* join before passing the turn: the next writer then sees us */
+    if (!nbe_rwlock_turn(l, ticket) || !gate_open(gate)) return 0;
+    /* join before passing the turn: the next writer then sees us; the gate
+     * is read again once joined (it may have closed in between) */
     __atomic_fetch_add(&l->readers, 1, __ATOMIC_SEQ_CST);
     if (!gate_open(gate)) {
         /* keep the turn (nobody behind may pass us) and try again later */

@@ -12,8 +12,8 @@
  * while it holds the lock, and passes it on at release. Waiting is the
  * caller's loop (it must keep polling its network meanwhile): take a
  * ticket, then call nbe_rwlock_try_* until it returns 1. A ticket once
- * taken must be served: a locker that gives up still waits for its turn
- * and passes it on (nbe_rwlock_pass).
+ * taken must be served, unless the lock is never used again: a locker
+ * that gives up waits for its turn and passes it on (nbe_rwlock_pass).
  *
  * A gate word (may be NULL) holds grants back while it is nonzero: osc/nbe
  * grants no lock while the target ends a PSCW exposure epoch. It is read

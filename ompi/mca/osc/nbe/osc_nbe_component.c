@@ -53,14 +53,17 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
  * processes' next free ids. Each process hands out increasing ids, so the id
  * names one live window on every member; frames carry it. The same
  * allreduce makes the shared-memory choices unanimous (each is collective
- * to set up): off if any process has it off. */
-static int agree_window_id(ompi_osc_nbe_module_t *module, bool *shm_allocate, bool *shm_tables)
+ * to set up): off if any process has it off or sees a peer off its node;
+ * and a creation that failed on one process (out of memory) fails on all. */
+static int agree_window_id(ompi_osc_nbe_module_t *module, bool failed, bool *any_failed,
+                           bool *shm_allocate, bool *shm_tables, bool *one_node)
 {
-    uint32_t mine[3] = { mca_osc_nbe_component.next_window_id,
-                         !mca_osc_nbe_component.shm_allocate, !mca_osc_nbe_component.shm_tables };
-    uint32_t agreed[3] = { 0 };
     ompi_communicator_t *comm = module->comm;
-    int ret = comm->c_coll->coll_allreduce(mine, agreed, 3, MPI_UINT32_T, MPI_MAX, comm,
+    uint32_t mine[5] = { mca_osc_nbe_component.next_window_id,
+                         !mca_osc_nbe_component.shm_allocate, !mca_osc_nbe_component.shm_tables,
+                         ompi_group_have_remote_peers(comm->c_local_group), failed };
+    uint32_t agreed[5] = { 0 };
+    int ret = comm->c_coll->coll_allreduce(mine, agreed, 5, MPI_UINT32_T, MPI_MAX, comm,
                                            comm->c_coll->coll_allreduce_module);
     if (OMPI_SUCCESS != ret) return ret;
     if (UINT32_MAX == agreed[0]) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -68,6 +71,10 @@ static int agree_window_id(ompi_osc_nbe_module_t *module, bool *shm_allocate, bo
     mca_osc_nbe_component.next_window_id = agreed[0] + 1;
     *shm_allocate = !agreed[1];
     *shm_tables = !agreed[2];
+    /* a process may see a peer as remote that another sees as local (an
+     * unresolved proc after a spawn): the segment needs every one local */
+    *one_node = !agreed[3];
+    *any_failed = agreed[4];   /* a process could not allocate its part */
     return OMPI_SUCCESS;
 }
 
@@ -492,8 +499,20 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     OBJ_RETAIN(comm);
     module->rank = ompi_comm_rank(comm);
     module->size = ompi_comm_size(comm);
-    bool shm_allocate, shm_tables;
-    ret = agree_window_id(module, &shm_allocate, &shm_tables);
+    /* what may fail for want of memory comes before the first collective,
+     * and its outcome is agreed there: a process that returned early would
+     * leave the others waiting in the next one */
+    module->engine = nbe_engine_create(module->rank, module->size, &nbe_transport, module);
+    if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
+        /* always a valid, distinct address, even for size 0 (freed again
+         * below if the memory comes from a shared segment) */
+        module->free_after = malloc(size ? size : 1);
+    }
+    bool failed = NULL == module->engine ||
+                  (MPI_WIN_FLAVOR_ALLOCATE == flavor && NULL == module->free_after);
+    bool shm_allocate, shm_tables, one_node, any_failed;
+    ret = agree_window_id(module, failed, &any_failed, &shm_allocate, &shm_tables, &one_node);
+    if (OMPI_SUCCESS == ret && any_failed) ret = OMPI_ERR_OUT_OF_RESOURCE;
     if (OMPI_SUCCESS != ret) {
         module_release(module);
         return ret;
@@ -501,38 +520,26 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
 
     /* Win_allocate on a single node: memory from a shared segment, so peers
      * access it directly like an allocate_shared window */
-    bool one_node = !ompi_group_have_remote_peers(comm->c_local_group);
     bool use_shm = MPI_WIN_FLAVOR_SHARED == flavor ||
         (MPI_WIN_FLAVOR_ALLOCATE == flavor && shm_allocate && one_node);
 
-    if (MPI_WIN_FLAVOR_ALLOCATE == flavor && !use_shm) {
-        /* always a valid, distinct address, even for size 0 */
-        module->free_after = malloc(size ? size : 1);
-        if (NULL == module->free_after) {
-            module_release(module);
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
+    if (use_shm) {
+        free(module->free_after);
+        module->free_after = NULL;
+        ret = one_node ? ompi_osc_nbe_shm_create(module, size, disp_unit, base) : OMPI_ERR_RMA_SHARED;
+    } else if (MPI_WIN_FLAVOR_ALLOCATE == flavor) {
         *base = module->free_after;
     }
-
-    if (use_shm) {
-        ret = ompi_osc_nbe_shm_create(module, size, disp_unit, base);
-    }
     module->base = (MPI_WIN_FLAVOR_DYNAMIC == flavor) ? NULL : *base;
-    if (!use_shm && shm_tables && one_node && module->size > 1) {
+    if (OMPI_SUCCESS == ret && !use_shm && shm_tables && one_node && module->size > 1) {
         /* lock words and geometry in a small node segment (peers' geometry
-         * read there on first touch; else a GEOM_REQ, osc_nbe_geom.c) */
+         * read there on first touch; else a GEOM_REQ, osc_nbe_geom.c).
+         * Without it (no /dev/shm space) the window uses lock messages. */
         ret = ompi_osc_nbe_shm_create_tables(module);
     }
     if (OMPI_SUCCESS != ret) {
         module_release(module);
         return ret;
-    }
-
-    module->engine = nbe_engine_create(module->rank, module->size, &nbe_transport, module);
-    if (NULL == module->engine) {
-        module_release(module);
-        return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
     ompi_osc_nbe_hold_configure(module);
@@ -602,6 +609,8 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         ompi_osc_nbe_tell_failure(module, true);
         /* a failed window's replies may never come */
         ompi_osc_nbe_abandon_awaiting(module);
+        /* locks an epoch the application left open still hold their words */
+        ompi_osc_nbe_shm_release_held(module);
     }
     ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
     /* an access a target refused and reported late (in the barrier at the

@@ -23,6 +23,7 @@
 #include "opal/util/output.h"
 #include "opal/runtime/opal_progress.h"
 #include "ompi/group/group.h"
+#include "ompi/proc/proc.h"
 
 /* a rank's entry in the segment header: written by the rank itself at
  * creation, read by the others on first touch (node-wide, not per process) */
@@ -43,9 +44,12 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
 
     memset(name, 0, sizeof(name));
     if (0 == module->rank) {
-        snprintf(name, sizeof(name), "/ompi-nbe-%d-%u", (int) getpid(), module->cid);
+        snprintf(name, sizeof(name), "/ompi-nbe-%u-%d-%u", (unsigned) OMPI_PROC_MY_NAME->jobid,
+                 (int) getpid(), module->cid);
         fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0 || 0 != ftruncate(fd, (off_t) len)) ok = 0;
+        if (fd < 0) name[0] = '\0';   /* not ours to unlink (a stale one); the others fail too */
+        else if (0 != ftruncate(fd, (off_t) len)) ok = 0;
+        if (fd < 0) ok = 0;
     }
     rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -65,11 +69,14 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
     if (fd >= 0) close(fd);
     rc = comm->c_coll->coll_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm,
                                       comm->c_coll->coll_allreduce_module);
-    if (0 == module->rank && name[0]) shm_unlink(name);
+    if (0 == module->rank && name[0]) shm_unlink(name);   /* the mappings keep it alive */
     if (OMPI_SUCCESS != rc || !all_ok) {
         opal_output_verbose(1, mca_osc_nbe_component.output,
                             "osc/nbe: cannot create the shared segment %s", name);
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        if (module->shm_map) munmap(module->shm_map, module->shm_len);
+        module->shm_map = NULL;
+        module->shm_len = 0;
+        return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
     }
     return OMPI_SUCCESS;
 }
@@ -85,7 +92,6 @@ static uint64_t tables_size(int n)
 static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
 {
     int n = module->size;
-    module->shm_acc_lock = (volatile int32_t *) module->shm_map;
     module->shm_locks = (nbe_rwlock_t *) (module->shm_map + NBE_SHM_HEADER);
     module->shm_expo = (volatile int64_t *) (module->shm_locks + n);
     module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
@@ -121,6 +127,7 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
     rc = map_segment(module, first + sum);
     if (OMPI_SUCCESS != rc) return rc;
     module->shm_base = module->shm_map;
+    module->shm_acc_lock = (volatile int32_t *) module->shm_map;
     module->shm_rings = (nbe_ring_t *) (module->shm_map + rings);
     set_tables(module, first + before, size, disp_unit);
     *base = module->shm_base + first + before;
@@ -135,6 +142,9 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
 int ompi_osc_nbe_shm_create_tables(ompi_osc_nbe_module_t *module)
 {
     int rc = map_segment(module, tables_size(module->size));
+    /* every process saw the same failure (agreed in map_segment): all use
+     * lock messages and GEOM_REQ instead */
+    if (OMPI_ERR_OUT_OF_RESOURCE == rc) return OMPI_SUCCESS;
     if (OMPI_SUCCESS != rc) return rc;
     set_tables(module, (uint64_t) (uintptr_t) module->base, module->win_size, module->disp_unit);
     return OMPI_SUCCESS;
@@ -203,13 +213,10 @@ int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool ex
     while (!(exclusive ? nbe_rwlock_try_exclusive(l, ticket, gate)
                        : nbe_rwlock_try_shared(l, ticket, gate))) {
         opal_progress();   /* keep serving the others while waiting */
+        /* a failure is window-wide (every process is told): nobody takes
+         * this window's locks again, so the ticket need not be served */
         int rc = ompi_osc_nbe_failed_rc(module);
-        if (OMPI_SUCCESS != rc) {
-            /* a ticket must be served: wait for the turn and pass it on */
-            while (!nbe_rwlock_turn(l, ticket)) opal_progress();
-            nbe_rwlock_pass(l, ticket);
-            return rc;
-        }
+        if (OMPI_SUCCESS != rc) return rc;
     }
     return OMPI_SUCCESS;
 }
@@ -240,6 +247,24 @@ int ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
         if (OMPI_SUCCESS != rc) return rc;
     }
     return OMPI_SUCCESS;
+}
+
+/* a failed window's MPI_Win_free: release the locks of epochs left open
+ * (a process still waiting for one learns of the failure and gives up,
+ * but one not told yet must not wait for ever) */
+void ompi_osc_nbe_shm_release_held(ompi_osc_nbe_module_t *module)
+{
+    bool exclusive;
+    while (module->shm_nheld > 0) {
+        int target = module->shm_held[module->shm_nheld - 1] / 2;
+        if (ompi_osc_nbe_shm_take_held(module, target, &exclusive)) {
+            ompi_osc_nbe_shm_win_unlock(module, target, exclusive);
+        }
+    }
+    if (module->shm_lock_all) {
+        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r, false);
+        module->shm_lock_all = 0;
+    }
 }
 
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
