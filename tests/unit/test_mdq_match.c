@@ -7,6 +7,8 @@
 #include "mdq_match_internal.h" /* white-box corruption test only */
 
 #include <check.h>
+
+#include "check_run.h"
 #include <math.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -1091,11 +1093,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(suite());
 }

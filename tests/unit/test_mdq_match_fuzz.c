@@ -20,6 +20,8 @@
 #include "ref_match.h"
 
 #include <check.h>
+
+#include "check_run.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -460,11 +462,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    printf("%d passed, %d failed\n", run - failed, failed);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(suite());
 }

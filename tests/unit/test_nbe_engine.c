@@ -4,6 +4,8 @@
  * integer into the target's memory. Delivery order can be FIFO or random.
  */
 #include <check.h>
+
+#include "check_run.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -1657,9 +1659,5 @@ static Suite *suite(void)
 int main(void)
 {
     srand(12345);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(suite());
 }

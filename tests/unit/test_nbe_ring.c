@@ -6,6 +6,8 @@
  * message delivered once and each producer's messages in order.
  */
 #include <check.h>
+
+#include "check_run.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +157,5 @@ int main(void)
     tcase_add_test(tc, wraps_over_many_laps);
     tcase_add_test(tc, producers_against_one_consumer);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }

@@ -8,6 +8,8 @@
  * exact with readers never seeing a writer's half-done update.
  */
 #include <check.h>
+
+#include "check_run.h"
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -179,9 +181,5 @@ int main(void)
     tcase_add_test(tc, tickets_wrap_around);
     tcase_add_test(tc, threads_keep_counters_exact);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s);
 }
