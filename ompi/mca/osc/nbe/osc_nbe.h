@@ -323,6 +323,7 @@ void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release_held(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_shm_unlock_all(ompi_osc_nbe_module_t *module);
 /* control messages through the segment's rings: send (queued in order
  * while the peer's ring is full), and the receive side of progress */
 int  ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg);

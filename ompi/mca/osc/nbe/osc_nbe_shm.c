@@ -113,8 +113,8 @@ int ompi_osc_nbe_shm_create(ompi_osc_nbe_module_t *module, size_t size, int disp
     int n = module->size, rc;
     uint64_t mine = size, before = 0, sum = 0;
 
-    if (ompi_group_have_remote_peers(comm->c_local_group)) return OMPI_ERR_RMA_SHARED;
-    /* my offset among the segments (ranks in order) and the total */
+    /* every process is on this node (agreed by the caller); my offset among
+     * the segments (ranks in order) and the total */
     rc = comm->c_coll->coll_exscan(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, comm,
                                    comm->c_coll->coll_exscan_module);
     if (OMPI_SUCCESS != rc) return rc;
@@ -254,17 +254,19 @@ int ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
  * but one not told yet must not wait for ever) */
 void ompi_osc_nbe_shm_release_held(ompi_osc_nbe_module_t *module)
 {
-    bool exclusive;
-    while (module->shm_nheld > 0) {
-        int target = module->shm_held[module->shm_nheld - 1] / 2;
-        if (ompi_osc_nbe_shm_take_held(module, target, &exclusive)) {
-            ompi_osc_nbe_shm_win_unlock(module, target, exclusive);
-        }
+    for (int i = 0; i < module->shm_nheld; ++i) {
+        ompi_osc_nbe_shm_win_unlock(module, module->shm_held[i] / 2, module->shm_held[i] & 1);
     }
-    if (module->shm_lock_all) {
-        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r, false);
-        module->shm_lock_all = 0;
-    }
+    module->shm_nheld = 0;
+    ompi_osc_nbe_shm_unlock_all(module);
+}
+
+/* the shared locks MPI_Win_lock_all took on every rank, if it took them */
+void ompi_osc_nbe_shm_unlock_all(ompi_osc_nbe_module_t *module)
+{
+    if (!module->shm_lock_all) return;
+    for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r, false);
+    module->shm_lock_all = 0;
 }
 
 void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)

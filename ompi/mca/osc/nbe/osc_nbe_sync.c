@@ -352,10 +352,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
-    if (module->shm_locks && module->shm_lock_all) {
-        for (int r = 0; r < module->size; ++r) ompi_osc_nbe_shm_win_unlock(module, r, false);
-        module->shm_lock_all = 0;
-    }
+    ompi_osc_nbe_shm_unlock_all(module);
     return with_remote_error(module, rc);
 }
 
