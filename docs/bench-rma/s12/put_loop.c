@@ -2,7 +2,7 @@
  * put_loop (session 12): docs/bench-rma/s10/put_loop.c plus mode 2, a loop of
  * exclusive lock + put + unlock on a create window (rank 0 targets rank 1).
  *   mpicc -O2 -o /tmp/put_loop2 docs/bench-rma/s12/put_loop.c
- *   CP=build/ompi/mca/pml/mdq/.libs:build/ompi/mca/osc/nbe/.libs:$(ompi_info --path pkglibdir | sed 's/.*: *//')
+ *   CP=build/ompi/mca/pml/mdq/.libs:build/ompi/mca/osc/nbe/.libs:PKGLIBDIR  (PKGLIBDIR: ompi_info --path pkglibdir)
  *   mpirun -np 2 --mca mca_base_component_path $CP --mca pml ob1 --mca osc nbe|rdma /tmp/put_loop2 16384 20000 2
  * Messages sent per iteration: rank 0 under gdb with a breakpoint on the BTL's immediate send,
  * hit count checked after the loop (no hit after the first 200 in 20000 iterations with the lock tables):
