@@ -47,9 +47,12 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
         snprintf(name, sizeof(name), "/ompi-nbe-%u-%d-%u", (unsigned) OMPI_PROC_MY_NAME->jobid,
                  (int) getpid(), module->cid);
         fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        if (fd < 0) name[0] = '\0';   /* not ours to unlink (a stale one); the others fail too */
-        else if (0 != ftruncate(fd, (off_t) len)) ok = 0;
-        if (fd < 0) ok = 0;
+        if (fd < 0) {
+            ok = 0;
+            name[0] = '\0';   /* not ours to unlink (a stale one); the others fail too */
+        } else if (0 != ftruncate(fd, (off_t) len)) {
+            ok = 0;
+        }
     }
     rc = comm->c_coll->coll_bcast(name, sizeof(name), MPI_CHAR, 0, comm,
                                   comm->c_coll->coll_bcast_module);
@@ -85,7 +88,7 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
  * exposure word per rank, one geometry entry per rank; returns their size */
 static uint64_t tables_size(int n)
 {
-    return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + 8) * (uint64_t) n +
+    return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + sizeof(int64_t)) * (uint64_t) n +
            sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
 }
 
