@@ -1,3 +1,5 @@
+/* put_loop SIZE ITERS MODE: 0 put + fence, 1 put + flush in one lock epoch,
+ * 2 (session 12) exclusive lock + put + unlock; rank 0 puts to rank 1 */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@ int main(int argc, char **argv) {
     double t = MPI_Wtime();
     for (int i = 0; i < it; i++) {
         if (mode == 0) { if (r == 0) MPI_Put(b, n, MPI_CHAR, 1, 0, n, MPI_CHAR, w); MPI_Win_fence(0, w); }
+        else if (mode == 2) { if (r == 0) { MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, w); MPI_Put(b, n, MPI_CHAR, 1, 0, n, MPI_CHAR, w); MPI_Win_unlock(1, w); } }
         else if (r == 0) { MPI_Put(b, n, MPI_CHAR, 1, 0, n, MPI_CHAR, w); MPI_Win_flush(1, w); }
     }
     t = MPI_Wtime() - t;
