@@ -41,9 +41,8 @@ void nbe_traits_fini(nbe_traits_t *t)
     t->last = NULL;
 }
 
-nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank)
+nbe_trait_t *nbe_traits_find_slow(const nbe_traits_t *t, int rank)
 {
-    if (NULL != t->last && t->last->rank == rank) return t->last;
     size_t i = slot_of(rank, t->cap);
     while (NULL != t->slots[i]) {
         if (t->slots[i]->rank == rank) {
@@ -73,9 +72,9 @@ static int grow(nbe_traits_t *t)
     return 0;
 }
 
-nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
+nbe_trait_t *nbe_traits_get_slow(nbe_traits_t *t, int rank)
 {
-    nbe_trait_t *tr = nbe_traits_find(t, rank);
+    nbe_trait_t *tr = nbe_traits_find_slow(t, rank);
     if (NULL != tr) return tr;
     /* keep the load factor under 1/2 */
     if (2 * (t->count + 1) > t->cap && 0 != grow(t)) return NULL;

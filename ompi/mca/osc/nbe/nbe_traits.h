@@ -82,10 +82,24 @@ int          nbe_traits_init(nbe_traits_t *t);
 void         nbe_traits_fini(nbe_traits_t *t);
 /* heap bytes of the table: slots, traits and their DONE queues */
 size_t       nbe_traits_memory(const nbe_traits_t *t);
-/* lookup without creating (NULL if the peer was never touched) */
-nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank);
+/* the table walk behind the two lookups below */
+nbe_trait_t *nbe_traits_find_slow(const nbe_traits_t *t, int rank);
+nbe_trait_t *nbe_traits_get_slow(nbe_traits_t *t, int rank);
+
+/* lookup without creating (NULL if the peer was never touched). Inline for
+ * the hit of the last lookup: an epoch looks its peer up several times. */
+static inline nbe_trait_t *nbe_traits_find(const nbe_traits_t *t, int rank)
+{
+    if (__builtin_expect(NULL != t->last && t->last->rank == rank, 1)) return t->last;
+    return nbe_traits_find_slow(t, rank);
+}
+
 /* lookup, creating a zeroed trait on first touch (NULL on ENOMEM) */
-nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank);
+static inline nbe_trait_t *nbe_traits_get(nbe_traits_t *t, int rank)
+{
+    if (__builtin_expect(NULL != t->last && t->last->rank == rank, 1)) return t->last;
+    return nbe_traits_get_slow(t, rank);
+}
 
 /* calls fn(ctx, trait) for every touched peer, in no particular order; fn
  * must not create or remove traits */
