@@ -1326,6 +1326,43 @@ START_TEST(lock_nocheck)
 }
 END_TEST
 
+/* a NOCHECK lock epoch with nothing in flight (the lock of a shared-memory
+ * window: the glue holds the lock word, stores complete when issued)
+ * completes within nbe_iunlock, without a request */
+START_TEST(unlock_at_once_without_request)
+{
+    sim_init(2, 0);
+    nbe_req_t *u = (nbe_req_t *) &u;
+    uint64_t ctrl_before = nbe_engine_stats(S.e[0])->ctrl_sent;
+    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 1);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    ck_assert_ptr_null(u);
+    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, ctrl_before);
+    /* a checked lock is ready only once granted */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &u), NBE_OK);
+    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
+    wait_req(u);
+    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 1);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    ck_assert_ptr_nonnull(u);
+    wait_req(u);
+    /* closed: a second unlock is a synchronization error, a new lock works */
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_ERR_SYNC);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    /* a counted operation in flight: the unlock needs its request */
+    put(0, 1, 2, 7, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    ck_assert_ptr_nonnull(u);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][2], 7);
+    sim_fini();
+}
+END_TEST
+
 START_TEST(flush_local_and_all)
 {
     sim_init(3, _i);
@@ -1637,6 +1674,7 @@ static Suite *suite(void)
     tcase_add_test(tc, lock_all_lazy_legs);
     tcase_add_test(tc, ops_know_passive_epochs);
     tcase_add_test(tc, lock_nocheck);
+    tcase_add_test(tc, unlock_at_once_without_request);
     tcase_add_test(tc, direct_generation_tracks_epochs);
     tcase_add_test(tc, rma_ready_answers_without_counting);
     tcase_add_test(tc, failed_engine_hands_back_recorded_ops);

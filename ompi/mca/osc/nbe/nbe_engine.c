@@ -723,10 +723,15 @@ static int step_post(nbe_engine_t *e, nbe_epoch_t *ep)
 /* NOCHECK leg of a closed passive epoch: the target holds no lock state for
  * us; with nothing recorded, in flight or unacknowledged there is nothing
  * to send or wait for */
+static int nocheck_leg_idle(const nbe_epoch_t *ep, const nbe_leg_t *l, const nbe_trait_t *tr)
+{
+    return 0 == l->id && !l->closed_sent && NULL == ep->qh &&
+           tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+}
+
 static int nocheck_leg_done(const nbe_epoch_t *ep, const nbe_leg_t *l, const nbe_trait_t *tr)
 {
-    return !ep->app_open && 0 == l->id && !l->closed_sent && NULL == ep->qh &&
-           tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+    return !ep->app_open && nocheck_leg_idle(ep, l, tr);
 }
 
 static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
@@ -1183,7 +1188,8 @@ static void open_epoch(nbe_engine_t *e, nbe_epoch_t *ep)
 {
     epoch_append(e, ep);
     e->scan_dirty = 0;
-    activate_scan(e);
+    if (e->head == ep) activate(e, ep);   /* alone: nothing to scan or wait for */
+    else activate_scan(e);
     if (NBE_EPOCH_DEFERRED == ep->state) e->stats.epochs_deferred++;
     /* a passive epoch granted at activation (NOCHECK: nothing sent, nothing
      * to wait for) gives progress nothing to do for it; the lock of a
@@ -1359,14 +1365,22 @@ int nbe_iunlock(nbe_engine_t *e, int target, nbe_req_t **out)
     if (target < 0 || target >= e->size) return NBE_ERR_ARG;
     nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
     if (NULL == tr || NULL == tr->open_lock) return NBE_ERR_SYNC;
-    if (alloc_req(e, out, NBE_REQ_UNLOCK, &r)) return NBE_ERR_NOMEM;
     nbe_epoch_t *ep = tr->open_lock;
+    /* nothing to send or wait for (the lock of a shared-memory window,
+     * whose lock word the glue holds): complete within the call, with no
+     * request (*out NULL says so) */
+    int at_once = NBE_EPOCH_ACTIVE == ep->state && nocheck_leg_idle(ep, &ep->legs[0], tr);
+    r = NULL;
+    if (at_once) {
+        if (out) *out = NULL;
+    } else if (alloc_req(e, out, NBE_REQ_UNLOCK, &r)) {
+        return NBE_ERR_NOMEM;
+    }
     epoch_close_app(e, ep, r);
     tr->open_lock = NULL;
     e->nlocks_open--;
-    if (NBE_EPOCH_ACTIVE == ep->state && nocheck_leg_done(ep, &ep->legs[0], tr)) {
-        /* step_passive's conclusion without a progress pass (the lock of a
-         * shared-memory window, whose lock word the glue holds) */
+    if (at_once) {
+        /* step_passive's conclusion without a progress pass */
         ep->legs[0].closed_sent = 1;
         ep->legs[0].finished = 1;
         ep->state = NBE_EPOCH_COMPLETE;
@@ -1570,6 +1584,14 @@ int nbe_rma_direct(nbe_engine_t *e, int target)
 uint64_t nbe_engine_generation(const nbe_engine_t *e)
 {
     return e->gen;
+}
+
+int nbe_lock_ready(nbe_engine_t *e, int target)
+{
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    const nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
+    return NULL != ep && NBE_EPOCH_ACTIVE == ep->state && NULL == ep->qh && ep->legs[0].granted &&
+           !nbe_engine_failed(e);
 }
 
 void nbe_rma_direct_again(nbe_engine_t *e)

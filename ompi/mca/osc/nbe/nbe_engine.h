@@ -169,6 +169,8 @@ int nbe_iwait(nbe_engine_t *eng, nbe_req_t **req);
 /* MPI_Win_test: *flag = 1 and the exposure closed if it is complete */
 int nbe_test_exposure(nbe_engine_t *eng, int *flag);
 int nbe_ilock(nbe_engine_t *eng, int lock_type, int target, int assert_bits, nbe_req_t **req);
+/* *req is NULL when the unlock completed within the call (a NOCHECK lock
+ * epoch with nothing in flight: the lock of a shared-memory window) */
 int nbe_iunlock(nbe_engine_t *eng, int target, nbe_req_t **req);
 int nbe_ilock_all(nbe_engine_t *eng, int assert_bits, nbe_req_t **req);
 int nbe_iunlock_all(nbe_engine_t *eng, nbe_req_t **req);
@@ -243,6 +245,10 @@ int  nbe_message_ready(nbe_engine_t *eng, int src, uint64_t tag);
  * operations; the glue reports each with nbe_rma_direct_again (statistics
  * only), skipping the epoch lookup. */
 uint64_t nbe_engine_generation(const nbe_engine_t *eng);
+/* 1 if target's lock epoch is active, granted and has nothing recorded,
+ * so that nbe_rma_direct(target) would return NBE_OK: the cheaper question
+ * of glue that has just opened the epoch and renews its direct answer */
+int      nbe_lock_ready(nbe_engine_t *eng, int target);
 void     nbe_rma_direct_again(nbe_engine_t *eng);
 /* NBE_OK if an open access epoch covers target (no side effects) */
 int nbe_check_access(nbe_engine_t *eng, int target);

@@ -168,8 +168,9 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group,
 static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
 {
     static unsigned quick;
-    if (NULL != module->shm_base && req->complete) {
-        int status = req->status;
+    if (NULL == req || (NULL != module->shm_base && req->complete)) {
+        /* NULL: the engine completed the call without a request */
+        int status = req ? req->status : 0;
         nbe_req_free(req);
         if (0 == (++quick & 31)) opal_progress();
         return status ? OMPI_ERROR : OMPI_SUCCESS;
@@ -290,6 +291,11 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
                 ompi_osc_nbe_shm_win_unlock(module, target, exclusive);
                 return OMPI_ERR_OUT_OF_RESOURCE;
             }
+        }
+        /* the epoch is granted already: the direct answer of the last epoch
+         * to this target holds again, and its first store skips the checks */
+        if (module->direct_target == target && nbe_lock_ready(module->engine, target)) {
+            module->direct_gen = nbe_engine_generation(module->engine);
         }
         return OMPI_SUCCESS;
     }
