@@ -1359,6 +1359,14 @@ START_TEST(unlock_at_once_without_request)
     ck_assert_ptr_nonnull(u);
     wait_req(u);
     ck_assert_int_eq(S.mem[1][2], 7);
+    /* its UNLOCK_ACK said the put arrived: a later epoch of direct stores
+     * again completes within the call, sending nothing */
+    ctrl_before = nbe_engine_stats(S.e[0])->ctrl_sent;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    ck_assert_ptr_null(u);
+    ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, ctrl_before);
     sim_fini();
 }
 END_TEST

@@ -878,7 +878,7 @@ static int process_watch(nbe_engine_t *e)
         nbe_trait_t *tr = *pp;
         if (tr->unlock_req_seq && tr->ops_in >= tr->unlock_req_ops) {
             if (tr->unlock_req_release) lock_release(e);
-            send_ctrl(e, tr->rank, NBE_CTRL_UNLOCK_ACK, tr->unlock_req_seq, 0, 0, 0);
+            send_ctrl(e, tr->rank, NBE_CTRL_UNLOCK_ACK, tr->unlock_req_seq, tr->ops_in, 0, 0);
             tr->unlock_req_seq = 0;
             changed = 1;
         }
@@ -948,7 +948,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
              * path and first: handled here, neither uses the one pending
              * slot below (loopback handlers never send: self waits) */
             if (!(m->flags & NBE_CTRL_FLAG_NOCHECK)) lock_release(e);
-            send_ctrl(e, m->src, NBE_CTRL_UNLOCK_ACK, m->a, 0, 0, 0);
+            send_ctrl(e, m->src, NBE_CTRL_UNLOCK_ACK, m->a, tr->ops_in, 0, 0);
             break;
         }
         tr->unlock_req_seq = m->a;
@@ -959,6 +959,11 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
     case NBE_CTRL_UNLOCK_ACK:
         tr = trait(e, m->src);
         if (m->a > tr->unlock_acked) tr->unlock_acked = m->a;
+        /* the ack says how many of our operations arrived, as a FLUSH_ACK
+         * does: without it, operations counted before would keep every
+         * later NOCHECK epoch to this target sending an UNLOCK and waiting
+         * for its ack, although all it does completes at the origin */
+        if (m->b > tr->flush_acked) tr->flush_acked = m->b;
         e->unlock_acks++;
         break;
     case NBE_CTRL_FLUSH_REQ:

@@ -71,7 +71,7 @@ enum {
     NBE_CTRL_FENCE_DONE,     /* a: fence id, b: ops sent in this fence epoch */
     NBE_CTRL_LOCK_REQ,       /* a: lock id, lock_type                        */
     NBE_CTRL_UNLOCK,         /* a: unlock seq, b: total ops, flags: NOCHECK  */
-    NBE_CTRL_UNLOCK_ACK,     /* a: unlock seq                                */
+    NBE_CTRL_UNLOCK_ACK,     /* a: unlock seq, b: ops received from origin   */
     NBE_CTRL_FLUSH_REQ,      /* b: total ops to wait for                     */
     NBE_CTRL_FLUSH_ACK,      /* b: total ops arrived                         */
     NBE_CTRL_LOCK_GRANT      /* a: lock id granted to the receiver           */
