@@ -24,6 +24,7 @@ typedef struct nbe_peer_info {
     uint32_t held_frames;    /* glue: early frames of this peer held */
     uint32_t held_pass;      /* glue: the release pass of held early frames in
                                 which a frame of this peer stayed held */
+    int32_t  pid;            /* glue: the peer's process on this node (0: unknown) */
 } nbe_peer_info_t;
 
 /* a DONE from an origin: its access epoch id and the total of counted

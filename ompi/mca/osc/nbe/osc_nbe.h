@@ -150,6 +150,10 @@ typedef struct ompi_osc_nbe_module {
     int                    rdma_now_peer;
     int                    rdma_now_put;
     struct mca_bml_base_btl_t *rdma_now_btl;
+    /* RDMA of passive epochs gathered for one CMA call (osc_nbe_cma.c;
+     * allocated on first use) and the vader BTL that takes what it cannot */
+    struct nbe_cma_batch  *cma;
+    struct mca_bml_base_btl_t *cma_btl;
     opal_list_t            held;       /* frames that came before their grant (osc_nbe_hold.c) */
     size_t                 held_bytes;
     bool                   releasing;  /* ompi_osc_nbe_hold_release is on the stack */
@@ -386,6 +390,16 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
                                                       size_t len, bool is_put, bool passive);
 int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
                            void *local, uint64_t remote, size_t len, bool is_put);
+/* Gathered CMA (osc_nbe_cma.c). ompi_osc_nbe_cma_take: 0 if the transfer
+ * (for which ompi_osc_nbe_rdma_now_btl gave b; g: the peer's geometry) joins
+ * the window's batch, to move at ompi_osc_nbe_cma_submit, which every
+ * synchronization call runs first; 1 if it must go now. */
+void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c);
+int  ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
+                           const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
+                           bool is_put);
+void ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
 /* whether some epoch kind moves len bytes in that direction by RDMA (a
  * test before looking the epoch up) */
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put);

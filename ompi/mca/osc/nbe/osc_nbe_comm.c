@@ -1130,6 +1130,16 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     }
     struct mca_bml_base_btl_t *b = ompi_osc_nbe_rdma_now_btl(module, target, len, is_put, 0 != passive);
     if (NULL == b) return 1;
+    void *local = (char *) origin + origin_dt->super.true_lb;
+    uint64_t remote = addr + (uint64_t) target_dt->super.true_lb;
+    if (NULL == request && passive &&
+        0 == ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
+                                   remote, len, is_put)) {
+        /* gathered: moves with the others at the epoch's next synchronization */
+        nbe_rma_direct_again(module->engine);
+        module->bytes += len;
+        return OMPI_SUCCESS;
+    }
     if (request) {
         req = new_request(module);
         if (NULL == req) {
@@ -1137,8 +1147,7 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
             goto fail;
         }
     }
-    rc = ompi_osc_nbe_rdma_now(module, b, target, (char *) origin + origin_dt->super.true_lb,
-                               addr + (uint64_t) target_dt->super.true_lb, len, is_put);
+    rc = ompi_osc_nbe_rdma_now(module, b, target, local, remote, len, is_put);
     if (0 != rc) {
         if (req) {
             OMPI_REQUEST_FINI(&req->super);

@@ -315,6 +315,7 @@ static int component_register(void)
     ompi_osc_nbe_am_register_params(c);
     ompi_osc_nbe_hold_register_params(c);
     ompi_osc_nbe_shm_register_params(c);
+    ompi_osc_nbe_cma_register_params(c);
 
     register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_DEFERRED);
@@ -454,6 +455,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
     ompi_osc_nbe_hold_fini(module);
     OBJ_DESTRUCT(&module->list_item);
     ompi_osc_nbe_shm_release(module);
+    ompi_osc_nbe_cma_fini(module);
     ompi_osc_nbe_group_cache_clear(&module->gc_start);
     ompi_osc_nbe_group_cache_clear(&module->gc_post);
     if (module->comm) OBJ_RELEASE(module->comm);
@@ -586,6 +588,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     int ret;
 
+    ompi_osc_nbe_cma_submit(module);   /* an epoch left open may have some */
     /* a failed engine (out of memory) can always be freed: its epochs
      * will not complete any more */
     bool failed = 0 != nbe_engine_failed(module->engine);

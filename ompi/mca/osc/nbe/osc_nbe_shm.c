@@ -30,7 +30,8 @@
 typedef struct ompi_osc_nbe_shm_geom {
     uint64_t off;          /* in the mapping; the owner's address if only the tables are shared */
     uint64_t size;
-    int64_t  disp_unit;
+    int32_t  disp_unit;
+    int32_t  pid;          /* the owner's process (gathered CMA, osc_nbe_cma.c) */
 } ompi_osc_nbe_shm_geom_t;
 
 /* One segment of len bytes, mapped by every process of the communicator
@@ -102,6 +103,7 @@ static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t siz
     module->shm_geom[module->rank].off = where;
     module->shm_geom[module->rank].size = size;
     module->shm_geom[module->rank].disp_unit = disp_unit;
+    module->shm_geom[module->rank].pid = (int32_t) getpid();
 }
 
 /* Layout: the tables, one control-message ring per rank (nbe_ring.h;
@@ -161,6 +163,7 @@ bool ompi_osc_nbe_shm_peer_geom(ompi_osc_nbe_module_t *module, int peer, ompi_os
     g->base = module->shm_base ? (uint64_t) (uintptr_t) (module->shm_base + sg->off) : sg->off;
     g->size = sg->size;
     g->disp_unit = sg->disp_unit;
+    g->pid = sg->pid;
     return true;
 }
 

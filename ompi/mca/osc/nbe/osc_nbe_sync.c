@@ -188,10 +188,13 @@ static int with_remote_error(ompi_osc_nbe_module_t *module, int rc)
     return rc;
 }
 
-/* osc_nbe_test_fail_rank: that rank's windows fail at their second
- * synchronization call, as if a message had been lost for want of memory */
-static void test_failure_point(ompi_osc_nbe_module_t *module)
+/* What every synchronization call does first: move the transfers gathered
+ * for one CMA call (osc_nbe_cma.c), and, for osc_nbe_test_fail_rank, fail
+ * that rank's windows at their second synchronization call, as if a
+ * message had been lost for want of memory */
+static void sync_entry(ompi_osc_nbe_module_t *module)
 {
+    if (OPAL_UNLIKELY(NULL != module->cma)) ompi_osc_nbe_cma_submit(module);
     if (OPAL_LIKELY(mca_osc_nbe_component.test_fail_rank < 0)) return;
     if (ompi_comm_rank(&ompi_mpi_comm_world.comm) == mca_osc_nbe_component.test_fail_rank &&
         2 == ++module->test_syncs) {
@@ -202,7 +205,7 @@ static void test_failure_point(ompi_osc_nbe_module_t *module)
 int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -219,7 +222,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
 int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     const int *ranks;
     int n;
     int rc = group_ranks(module, group, &module->gc_start, &ranks, &n);
@@ -231,7 +234,7 @@ int ompi_osc_nbe_start(struct ompi_group_t *group, int assert, struct ompi_win_t
 int ompi_osc_nbe_complete(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_icomplete(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -241,7 +244,7 @@ int ompi_osc_nbe_complete(struct ompi_win_t *win)
 int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     const int *ranks;
     int n;
     int rc = group_ranks(module, group, &module->gc_post, &ranks, &n);
@@ -254,7 +257,7 @@ int ompi_osc_nbe_post(struct ompi_group_t *group, int assert, struct ompi_win_t 
 int ompi_osc_nbe_wait(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iwait(module->engine, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
@@ -272,7 +275,7 @@ int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag)
 int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     bool self = target == module->rank;
     int type = (MPI_LOCK_EXCLUSIVE == lock_type) ? NBE_LOCK_EXCLUSIVE : NBE_LOCK_SHARED;
@@ -312,7 +315,7 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
 int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
     rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
@@ -328,7 +331,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
 int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     int rc;
     if (module->shm_locks) {
         rc = nbe_ilock_all(module->engine, NBE_MODE_NOCHECK, NULL);
@@ -354,7 +357,7 @@ int ompi_osc_nbe_lock_all(int assert, struct ompi_win_t *win)
 int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    test_failure_point(module);
+    sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
     rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
@@ -386,6 +389,7 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
     int rc;
+    if (NULL != module->cma) ompi_osc_nbe_cma_submit(module);
     if (target >= 0) {
         /* one target whose operations are all out: no request; the
          * FLUSH_REQ (if any is needed) leaves, then poll the network until

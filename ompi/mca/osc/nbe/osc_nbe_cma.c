@@ -1,0 +1,124 @@
+/*
+ * osc/nbe: the contiguous RDMA of passive epochs to a peer of this node,
+ * gathered (nbe_cma.h) and moved by one CMA call at the next
+ * synchronization instead of one vader btl_put/btl_get call each.
+ *
+ * Taken only where vader would do the same copy with the same system call:
+ * the transfer goes by RDMA now (ompi_osc_nbe_rdma_now_btl: vader, seen
+ * completing in the call), vader's single-copy mechanism is CMA, the
+ * peer's process id is in the window's tables segment, and the call has no
+ * request (MPI_Rput/MPI_Rget complete at once). MPI lets a put or get
+ * complete at its epoch's next flush or unlock, and forbids touching its
+ * buffers before; every synchronization call of the window submits the
+ * batch first. Whatever a CMA call could not move goes through vader
+ * itself, transfer by transfer, whose errors fail the window as before.
+ */
+#include "osc_nbe.h"
+#include "nbe_cma.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/output.h"
+#include "opal/mca/btl/btl.h"
+#include "ompi/mca/bml/bml.h"
+
+/* opal/mca/btl/vader/btl_vader.h: MCA_BTL_VADER_CMA (not installed) */
+#define NBE_VADER_CMA 1
+
+static unsigned cma_batch;                /* MCA: transfers per call, 0: off */
+static unsigned long long pv_gathered;    /* transfers moved in gathered calls */
+static unsigned long long pv_calls;       /* those calls */
+
+void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
+{
+    ompi_osc_nbe_register_uint(c, "cma_batch",
+        "Puts and gets of a lock or lock_all epoch that go by vader's CMA (see "
+        "osc_nbe_rdma_threshold) are gathered, up to this many to one peer in one direction, and "
+        "moved by one process_vm_writev/readv call at the epoch's next flush, unlock or other "
+        "synchronization (or when the batch is full): a CMA call costs about 1.5 us besides its "
+        "copy. Needs the window's tables segment (osc_nbe_shm_tables). 0 or 1: one vader call "
+        "per transfer",
+        OPAL_INFO_LVL_6, 16, &cma_batch);
+    ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "
+                     "(osc_nbe_cma_batch)", &pv_gathered);
+    ompi_osc_nbe_register_counter(c, "cma_calls", "Gathered CMA calls (each moves one or more of "
+                     "cma_gathered)", &pv_calls);
+}
+
+/* vader's single-copy mechanism, read once (vader settles it at init) */
+static bool vader_uses_cma(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        const int *value = NULL;
+        int idx = mca_base_var_find("opal", "btl", "vader", "single_copy_mechanism");
+        known = idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &value, NULL, NULL) &&
+                NULL != value && NBE_VADER_CMA == *value;
+    }
+    return known;
+}
+
+static bool is_vader(const struct mca_bml_base_btl_t *b)
+{
+    return 0 == strcmp(b->btl->btl_component->btl_version.mca_component_name, "vader");
+}
+
+int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
+                          const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
+                          bool is_put)
+{
+    if (cma_batch < 2 || NULL == g || g->pid <= 0 || !is_vader(b) || !vader_uses_cma()) return 1;
+    nbe_cma_batch_t *batch = module->cma;
+    if (NULL == batch) {
+        batch = malloc(sizeof(*batch));
+        if (NULL == batch || 0 != nbe_cma_init(batch, (int) cma_batch)) {
+            free(batch);
+            return 1;   /* the transfer goes alone; a later one tries again */
+        }
+        module->cma = batch;
+    }
+    if (!nbe_cma_fits(batch, peer, is_put)) ompi_osc_nbe_cma_submit(module);
+    if (0 == batch->n) module->cma_btl = b;
+    nbe_cma_add(batch, (pid_t) g->pid, peer, is_put, local, remote, len);
+    return 0;
+}
+
+void ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
+{
+    nbe_cma_batch_t *batch = module->cma;
+    if (NULL == batch || 0 == batch->n) return;
+    int n = batch->n;
+    int err = nbe_cma_submit(batch);
+    pv_calls++;
+    pv_gathered += (unsigned long long) (n - batch->n);
+    if (0 == err) return;
+    opal_output_verbose(10, mca_osc_nbe_component.output,
+                        "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d); %d "
+                        "transfers go through vader", module->rank, module->cid, batch->peer,
+                        err, batch->n);
+    for (int i = 0; i < batch->n; ++i) {
+        int rc = ompi_osc_nbe_rdma_now(module, module->cma_btl, batch->peer, batch->local[i].iov_base,
+                                       (uint64_t) (uintptr_t) batch->remote[i].iov_base,
+                                       batch->local[i].iov_len, batch->is_put);
+        if (1 == rc) {
+            /* vader refused it (busy): there is no operation object to
+             * retry later; the data would be lost, so the window fails */
+            opal_output_verbose(1, mca_osc_nbe_component.output,
+                                "osc/nbe %d: window %u: vader refused a gathered transfer to %d",
+                                module->rank, module->cid, batch->peer);
+            nbe_engine_fail_comm(module->engine);
+        }
+    }
+    batch->n = 0;
+    batch->bytes = 0;
+}
+
+void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module)
+{
+    if (NULL == module->cma) return;
+    nbe_cma_fini(module->cma);
+    free(module->cma);
+    module->cma = NULL;
+}
