@@ -72,12 +72,19 @@ static void consume(nbe_cma_batch_t *b, size_t done)
 
 int nbe_cma_submit(nbe_cma_batch_t *b)
 {
+#if !defined(__linux__)
+    if (b->n > 0) return ENOSYS;   /* CMA is Linux's (vader offers it only there) */
+#endif
     while (b->n > 0) {
+#if defined(__linux__)
         ssize_t r = b->is_put
                         ? process_vm_writev(b->pid, b->local, (unsigned long) b->n, b->remote,
                                             (unsigned long) b->n, 0)
                         : process_vm_readv(b->pid, b->local, (unsigned long) b->n, b->remote,
                                            (unsigned long) b->n, 0);
+#else
+        ssize_t r = -1;
+#endif
         if (r < 0) {
             if (EINTR == errno) continue;
             return errno;

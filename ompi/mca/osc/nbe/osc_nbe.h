@@ -393,12 +393,17 @@ int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_bt
 /* Gathered CMA (osc_nbe_cma.c). ompi_osc_nbe_cma_take: 0 if the transfer
  * (for which ompi_osc_nbe_rdma_now_btl gave b; g: the peer's geometry) joins
  * the window's batch, to move at ompi_osc_nbe_cma_submit, which every
- * synchronization call runs first; 1 if it must go now. */
+ * synchronization call runs first; 1 if it must go now; an MPI error if
+ * moving the batch it had to submit first failed the window. Submit: 0, or
+ * the error of the failed window. */
 void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c);
+/* whether b's put/get takes that transfer in one call (size limit, alignment) */
+bool ompi_osc_nbe_rdma_fits(const struct mca_bml_base_btl_t *b, const void *local, uint64_t remote,
+                            size_t len, bool is_put);
 int  ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
                            const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                            bool is_put);
-void ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
+int  ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
 /* whether some epoch kind moves len bytes in that direction by RDMA (a
  * test before looking the epoch up) */

@@ -853,6 +853,12 @@ static bool rdma_fits(const mca_btl_base_module_t *btl, const void *local, uint6
     return align <= 1 || 0 == (((uint64_t) (uintptr_t) local | remote | len) & (align - 1));
 }
 
+bool ompi_osc_nbe_rdma_fits(const struct mca_bml_base_btl_t *b, const void *local, uint64_t remote,
+                            size_t len, bool is_put)
+{
+    return rdma_fits(b->btl, local, remote, len, is_put);
+}
+
 static int rdma_start(mca_bml_base_btl_t *b, void *local, uint64_t remote, size_t len, bool is_put,
                       mca_btl_base_rdma_completion_fn_t cb, void *context, void *cbdata)
 {

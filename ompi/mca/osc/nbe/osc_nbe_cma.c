@@ -11,11 +11,16 @@
  * complete at its epoch's next flush or unlock, and forbids touching its
  * buffers before; every synchronization call of the window submits the
  * batch first. Whatever a CMA call could not move goes through vader
- * itself, transfer by transfer, whose errors fail the window as before.
+ * itself, transfer by transfer, whose errors fail the window as before;
+ * errors vader's own call would hit too (a peer gone, no permission, a bad
+ * address) fail the window at once. Puts to overlapping locations (which
+ * MPI makes erroneous within an epoch) may land out of program order, and
+ * origin buffers stay in use until the next synchronization, as MPI allows.
  */
 #include "osc_nbe.h"
 #include "nbe_cma.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +48,8 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
         OPAL_INFO_LVL_6, 16, &cma_batch);
     ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "
                      "(osc_nbe_cma_batch)", &pv_gathered);
-    ompi_osc_nbe_register_counter(c, "cma_calls", "Gathered CMA calls (each moves one or more of "
-                     "cma_gathered)", &pv_calls);
+    ompi_osc_nbe_register_counter(c, "cma_calls", "Submissions of gathered CMA transfers (one "
+                     "process_vm_writev/readv call each, more if the kernel moves part)", &pv_calls);
 }
 
 /* vader's single-copy mechanism, read once (vader settles it at init) */
@@ -70,6 +75,9 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
                           bool is_put)
 {
     if (cma_batch < 2 || NULL == g || g->pid <= 0 || !is_vader(b) || !vader_uses_cma()) return 1;
+    /* within vader's limits, so that vader can take it should the call fail
+     * (and a transfer above vader's put limit keeps the fragmenting path) */
+    if (!ompi_osc_nbe_rdma_fits(b, local, remote, len, is_put)) return 1;
     nbe_cma_batch_t *batch = module->cma;
     if (NULL == batch) {
         batch = malloc(sizeof(*batch));
@@ -79,40 +87,49 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
         }
         module->cma = batch;
     }
-    if (!nbe_cma_fits(batch, peer, is_put)) ompi_osc_nbe_cma_submit(module);
+    if (!nbe_cma_fits(batch, peer, is_put)) {
+        int rc = ompi_osc_nbe_cma_submit(module);
+        if (OMPI_SUCCESS != rc) return rc;
+    }
     if (0 == batch->n) module->cma_btl = b;
     nbe_cma_add(batch, (pid_t) g->pid, peer, is_put, local, remote, len);
     return 0;
 }
 
-void ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
+/* errors that vader's own CMA call (same pid, same system call) would hit
+ * too: the window fails at once instead of trying each transfer again */
+static bool fails_for_vader_too(int err)
+{
+    return ESRCH == err || EPERM == err || EFAULT == err;
+}
+
+int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
 {
     nbe_cma_batch_t *batch = module->cma;
-    if (NULL == batch || 0 == batch->n) return;
+    if (NULL == batch || 0 == batch->n) return OMPI_SUCCESS;
     int n = batch->n;
     int err = nbe_cma_submit(batch);
     pv_calls++;
     pv_gathered += (unsigned long long) (n - batch->n);
-    if (0 == err) return;
-    opal_output_verbose(10, mca_osc_nbe_component.output,
-                        "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d); %d "
-                        "transfers go through vader", module->rank, module->cid, batch->peer,
-                        err, batch->n);
-    for (int i = 0; i < batch->n; ++i) {
+    if (0 == err) return OMPI_SUCCESS;
+    opal_output_verbose(fails_for_vader_too(err) ? 1 : 10, mca_osc_nbe_component.output,
+                        "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d) with %d "
+                        "transfers left%s", module->rank, module->cid, batch->peer, err, batch->n,
+                        fails_for_vader_too(err) ? "; the window fails" : "; they go through vader");
+    for (int i = 0; i < batch->n && !fails_for_vader_too(err); ++i) {
         int rc = ompi_osc_nbe_rdma_now(module, module->cma_btl, batch->peer, batch->local[i].iov_base,
                                        (uint64_t) (uintptr_t) batch->remote[i].iov_base,
                                        batch->local[i].iov_len, batch->is_put);
-        if (1 == rc) {
-            /* vader refused it (busy): there is no operation object to
-             * retry later; the data would be lost, so the window fails */
-            opal_output_verbose(1, mca_osc_nbe_component.output,
-                                "osc/nbe %d: window %u: vader refused a gathered transfer to %d",
-                                module->rank, module->cid, batch->peer);
-            nbe_engine_fail_comm(module->engine);
-        }
+        if (0 != rc) break;   /* vader refused it or failed the window */
+        pv_gathered++;
+        if (i + 1 == batch->n) err = 0;
     }
     batch->n = 0;
     batch->bytes = 0;
+    if (0 == err) return OMPI_SUCCESS;
+    /* no operation object is left to retry: the data would be lost */
+    if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
+    return ompi_osc_nbe_failed_rc(module);
 }
 
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module)

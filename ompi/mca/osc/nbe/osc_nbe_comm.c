@@ -1132,13 +1132,16 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (NULL == b) return 1;
     void *local = (char *) origin + origin_dt->super.true_lb;
     uint64_t remote = addr + (uint64_t) target_dt->super.true_lb;
-    if (NULL == request && passive &&
-        0 == ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
-                                   remote, len, is_put)) {
-        /* gathered: moves with the others at the epoch's next synchronization */
-        nbe_rma_direct_again(module->engine);
-        module->bytes += len;
-        return OMPI_SUCCESS;
+    if (NULL == request && passive) {
+        rc = ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
+                                   remote, len, is_put);
+        if (0 == rc) {
+            /* gathered: moves with the others at the epoch's next synchronization */
+            nbe_rma_direct_again(module->engine);
+            module->bytes += len;
+            return OMPI_SUCCESS;
+        }
+        if (1 != rc) goto fail;   /* moving the batch before it failed the window */
     }
     if (request) {
         req = new_request(module);

@@ -588,7 +588,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     int ret;
 
-    ompi_osc_nbe_cma_submit(module);   /* an epoch left open may have some */
+    (void) ompi_osc_nbe_cma_submit(module);   /* an epoch left open may have some */
     /* a failed engine (out of memory) can always be freed: its epochs
      * will not complete any more */
     bool failed = 0 != nbe_engine_failed(module->engine);

@@ -168,12 +168,18 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group,
 static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
 {
     static unsigned quick;
-    if (NULL == req || (NULL != module->shm_base && req->complete)) {
+    if (NULL != module->shm_base && (NULL == req || req->complete)) {
         /* NULL: the engine completed the call without a request */
         int status = req ? req->status : 0;
         nbe_req_free(req);
         if (0 == (++quick & 31)) opal_progress();
         return status ? OMPI_ERROR : OMPI_SUCCESS;
+    }
+    if (NULL == req) {
+        /* complete without a request, on a window whose operations may be
+         * messages: poll once, as ompi_osc_nbe_wait_req always does */
+        opal_progress();
+        return OMPI_SUCCESS;
     }
     return ompi_osc_nbe_wait_req(module, req);
 }
@@ -194,7 +200,8 @@ static int with_remote_error(ompi_osc_nbe_module_t *module, int rc)
  * message had been lost for want of memory */
 static void sync_entry(ompi_osc_nbe_module_t *module)
 {
-    if (OPAL_UNLIKELY(NULL != module->cma)) ompi_osc_nbe_cma_submit(module);
+    /* a failure fails the window: the call's engine request reports it */
+    if (OPAL_UNLIKELY(NULL != module->cma)) (void) ompi_osc_nbe_cma_submit(module);
     if (OPAL_LIKELY(mca_osc_nbe_component.test_fail_rank < 0)) return;
     if (ompi_comm_rank(&ompi_mpi_comm_world.comm) == mca_osc_nbe_component.test_fail_rank &&
         2 == ++module->test_syncs) {
@@ -389,7 +396,7 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     nbe_req_t *req = NULL;
     int rc;
-    if (NULL != module->cma) ompi_osc_nbe_cma_submit(module);
+    if (NULL != module->cma) (void) ompi_osc_nbe_cma_submit(module);   /* as sync_entry */
     if (target >= 0) {
         /* one target whose operations are all out: no request; the
          * FLUSH_REQ (if any is needed) leaves, then poll the network until
