@@ -11,7 +11,8 @@
  *     memory after a barrier;
  *  3. flush_local: the origin buffer is reused after flush_local, so the
  *     target must hold the values from before;
- *  4. MPI_Rput (not gathered: complete at once) mixed with gathered puts.
+ *  4. MPI_Rput (not gathered: complete at once) mixed with gathered puts;
+ *  5. a fence epoch: gets from the next rank, puts to the previous one.
  * Where vader completes RDMA in the call (CMA), the pvars must show the
  * gathering: osc_nbe_cma_gathered transfers in fewer osc_nbe_cma_calls
  * (required with NBE_EXPECT_GATHER set, reported otherwise).
@@ -145,6 +146,47 @@ int main(int argc, char **argv)
         }
         MPI_Win_unlock(rank, win);
     }
+
+    /* 5. a fence epoch (RDMA from osc_nbe_rdma_active_threshold, 32 KiB):
+     * gets of next's blocks (the values of phase 2), puts to prev, both
+     * complete at the closing fence */
+    MPI_Win_fence(0, win);
+    if (nprocs > 1) {
+        for (int k = 0; k < K; ++k) {
+            MPI_Get(BACK(next, k), block_len(k), MPI_INT, next, region(rank) + k * MAXB, block_len(k),
+                    MPI_INT, win);
+        }
+        for (int k = 3; k < K; ++k) {
+            for (int i = 0; i < block_len(k); ++i) SRC(prev, k)[i] = value(rank, prev, k, i) + 5;
+            MPI_Put(SRC(prev, k), block_len(k), MPI_INT, prev, region(rank) + k * MAXB, block_len(k),
+                    MPI_INT, win);
+        }
+    }
+    CHECK(MPI_SUCCESS == MPI_Win_fence(0, win), "closing fence");
+    for (int k = 0; k < K && nprocs > 1; ++k) {
+        /* phase 3 wrote block 0 and the start of block 2 (block 0's values
+         * + 2) and block 1 (the Rput's); the rest holds phase 2's (+ 1) */
+        for (int i = 0; i < block_len(k); ++i) {
+            int want = 1 == k ? 7 + i
+                       : (0 == k || (2 == k && i < block_len(0))) ? value(rank, next, 0, i) + 2
+                                                                  : value(rank, next, k, i) + 1;
+            if (BACK(next, k)[i] != want) {
+                CHECK(0, "phase 5: got %d at %d of block %d from %d, not %d", BACK(next, k)[i], i, k,
+                      next, want);
+                break;
+            }
+        }
+    }
+    for (int k = 3; k < K && nprocs > 1; ++k) {
+        const int *m = mem + region(next) + k * MAXB;
+        for (int i = 0; i < block_len(k); ++i) {
+            if (m[i] != value(next, rank, k, i) + 5) {
+                CHECK(0, "phase 5: block %d of %d holds %d at %d", k, next, m[i], i);
+                break;
+            }
+        }
+    }
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
 
     if (have && nprocs > 1) {
         unsigned long long g = mdq_pvar_read(hg), c = mdq_pvar_read(hc), r = mdq_pvar_read(hr);

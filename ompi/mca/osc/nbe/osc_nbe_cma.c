@@ -1,5 +1,5 @@
 /*
- * osc/nbe: the contiguous RDMA of passive epochs to a peer of this node,
+ * osc/nbe: the contiguous RDMA puts and gets to a peer of this node,
  * gathered (nbe_cma.h) and moved by one CMA call at the next
  * synchronization instead of one vader btl_put/btl_get call each.
  *
@@ -8,9 +8,9 @@
  * completing in the call), vader's single-copy mechanism is CMA, the
  * peer's process id is in the window's tables segment, and the call has no
  * request (MPI_Rput/MPI_Rget complete at once). MPI lets a put or get
- * complete at its epoch's next flush or unlock, and forbids touching its
- * buffers before; every synchronization call of the window submits the
- * batch first. Whatever a CMA call could not move goes through vader
+ * complete at its epoch's next flush, unlock, fence or PSCW complete, and
+ * forbids touching its buffers before; every synchronization call of the
+ * window submits the batch first. Whatever a CMA call could not move goes through vader
  * itself, transfer by transfer, whose errors fail the window as before;
  * errors vader's own call would hit too (a peer gone, no permission, a bad
  * address) fail the window at once. Puts to overlapping locations (which
@@ -39,11 +39,12 @@ static unsigned long long pv_calls;       /* those calls */
 void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
 {
     ompi_osc_nbe_register_uint(c, "cma_batch",
-        "Puts and gets of a lock or lock_all epoch that go by vader's CMA (see "
-        "osc_nbe_rdma_threshold) are gathered, up to this many to one peer in one direction, and "
-        "moved by one process_vm_writev/readv call at the epoch's next flush, unlock or other "
-        "synchronization (or when the batch is full): a CMA call costs about 1.5 us besides its "
-        "copy. Needs the window's tables segment (osc_nbe_shm_tables). 0 or 1: one vader call "
+        "Puts and gets that go by vader's CMA (from osc_nbe_rdma_threshold and "
+        "osc_nbe_rdma_get_threshold in lock epochs, osc_nbe_rdma_active_threshold in fence and "
+        "PSCW epochs; not MPI_Rput/MPI_Rget) are gathered, up to this many to one peer in one "
+        "direction, and moved by one process_vm_writev/readv call at the window's next flush, "
+        "unlock, fence or other synchronization (or when the batch is full): a CMA call costs "
+        "about 1.5 us besides its copy. Needs the window's tables segment (osc_nbe_shm_tables). 0 or 1: one vader call "
         "per transfer",
         OPAL_INFO_LVL_6, 16, &cma_batch);
     ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "

@@ -1132,11 +1132,12 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (NULL == b) return 1;
     void *local = (char *) origin + origin_dt->super.true_lb;
     uint64_t remote = addr + (uint64_t) target_dt->super.true_lb;
-    if (NULL == request && passive) {
+    if (NULL == request) {
         rc = ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
                                    remote, len, is_put);
         if (0 == rc) {
-            /* gathered: moves with the others at the epoch's next synchronization */
+            /* gathered: moves with the others at the window's next
+             * synchronization (any epoch kind: each one's end submits) */
             nbe_rma_direct_again(module->engine);
             module->bytes += len;
             return OMPI_SUCCESS;
