@@ -10,10 +10,10 @@
  * request (MPI_Rput/MPI_Rget complete at once). MPI lets a put or get
  * complete at its epoch's next flush, unlock, fence or PSCW complete, and
  * forbids touching its buffers before; every synchronization call of the
- * window submits the batch first. Whatever a CMA call could not move goes through vader
- * itself, transfer by transfer, whose errors fail the window as before;
- * errors vader's own call would hit too (a peer gone, no permission, a bad
- * address) fail the window at once. Puts to overlapping locations (which
+ * window submits the batch first. Whatever a CMA call could not move goes
+ * through vader itself, transfer by transfer, whose errors fail the window
+ * as before; errors vader's own call would hit too (a peer gone, no
+ * permission, a bad address) fail the window at once. Puts to overlapping locations (which
  * MPI makes erroneous within an epoch) may land out of program order, and
  * origin buffers stay in use until the next synchronization, as MPI allows.
  */
@@ -44,8 +44,8 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
         "PSCW epochs; not MPI_Rput/MPI_Rget) are gathered, up to this many to one peer in one "
         "direction, and moved by one process_vm_writev/readv call at the window's next flush, "
         "unlock, fence or other synchronization (or when the batch is full): a CMA call costs "
-        "about 1.5 us besides its copy. Needs the window's tables segment (osc_nbe_shm_tables). 0 or 1: one vader call "
-        "per transfer",
+        "about 1.5 us besides its copy. Needs the window's tables segment "
+        "(osc_nbe_shm_tables). 0 or 1: one vader call per transfer",
         OPAL_INFO_LVL_6, 16, &cma_batch);
     ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "
                      "(osc_nbe_cma_batch)", &pv_gathered);
@@ -117,17 +117,18 @@ int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
                         "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d) with %d "
                         "transfers left%s", module->rank, module->cid, batch->peer, err, batch->n,
                         fails_for_vader_too(err) ? "; the window fails" : "; they go through vader");
-    for (int i = 0; i < batch->n && !fails_for_vader_too(err); ++i) {
-        int rc = ompi_osc_nbe_rdma_now(module, module->cma_btl, batch->peer, batch->local[i].iov_base,
-                                       (uint64_t) (uintptr_t) batch->remote[i].iov_base,
-                                       batch->local[i].iov_len, batch->is_put);
-        if (0 != rc) break;   /* vader refused it or failed the window */
-        pv_gathered++;
-        if (i + 1 == batch->n) err = 0;
+    /* 0 from ompi_osc_nbe_rdma_now: in place; otherwise vader refused it
+     * or failed the window */
+    bool moved = !fails_for_vader_too(err);
+    for (int i = 0; moved && i < batch->n; ++i) {
+        moved = 0 == ompi_osc_nbe_rdma_now(module, module->cma_btl, batch->peer,
+                                           batch->local[i].iov_base,
+                                           (uint64_t) (uintptr_t) batch->remote[i].iov_base,
+                                           batch->local[i].iov_len, batch->is_put);
     }
     batch->n = 0;
     batch->bytes = 0;
-    if (0 == err) return OMPI_SUCCESS;
+    if (moved) return OMPI_SUCCESS;
     /* no operation object is left to retry: the data would be lost */
     if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
     return ompi_osc_nbe_failed_rc(module);
