@@ -16,8 +16,7 @@
  * the lost puts may then return before that report (the puts were complete
  * at the origin), and so may rank 2's (rank 0 has not failed yet when it
  * signals the end of its epoch to rank 2); their next call on the window
- * returns the error. Rank 2's fence may end so in either mode: ranks 0 and
- * 1 may end their epoch with it before either has seen the break.
+ * returns the error.
  */
 #include "pt2pt_common.h"
 
@@ -73,11 +72,7 @@ int main(int argc, char **argv)
         expect_class(rc, MPI_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_OTHER, "puts");
     }
     rc = MPI_Win_fence(0, win);
-    /* rank 2 takes no part in the puts: its fence may end before it hears
-     * of the failure (ranks 0 and 1 may have ended their epoch with it
-     * first; seen about once in 30 runs), and then its next call fails */
-    int may_pass = (1 != rank && reported_late()) || rank >= 2;
-    expect_class(rc, may_pass && MPI_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_OTHER,
+    expect_class(rc, 1 != rank && reported_late() && MPI_SUCCESS == rc ? MPI_SUCCESS : MPI_ERR_OTHER,
                  "fence closing the broken puts");
     expect_class(MPI_Win_fence(0, win), MPI_ERR_OTHER, "next fence");
     expect_class(MPI_Win_free(&win), MPI_SUCCESS, "free after broken puts");

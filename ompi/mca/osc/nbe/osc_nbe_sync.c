@@ -89,12 +89,22 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
     /* always poll the network once: a process that only synchronizes with
      * itself (lock self / get / unlock self in a loop) must still serve the
      * lock requests and operations of others */
+    bool done_before = req->complete;
     do {
         opal_progress();
     } while (!req->complete && !nbe_engine_failed(module->engine));
     if (OPAL_UNLIKELY(!req->complete)) {
         /* the engine failed: the request never completes; it stays with
          * the engine, which frees its epochs with the window */
+        return ompi_osc_nbe_failed_rc(module);
+    }
+    if (OPAL_UNLIKELY(!done_before && nbe_engine_failed(module->engine))) {
+        /* it failed while we waited and the request completed anyway (the
+         * epoch's operations ended with the error, e.g. frames still queued
+         * when the link broke): the call reports the failure. A request
+         * complete before the wait (an epoch opened) stands, whatever the
+         * poll brings */
+        nbe_req_free(req);
         return ompi_osc_nbe_failed_rc(module);
     }
     int status = req->status;
