@@ -1334,18 +1334,22 @@ START_TEST(unlock_at_once_without_request)
     sim_init(2, 0);
     nbe_req_t *u = (nbe_req_t *) &u;
     uint64_t ctrl_before = nbe_engine_stats(S.e[0])->ctrl_sent;
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_ERR_SYNC);   /* no epoch */
     ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
     ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
     ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 1);
     ck_assert_int_eq(nbe_rma_direct(S.e[0], 1), NBE_OK);
     ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
     ck_assert_ptr_null(u);
-    ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_ERR_SYNC);
     ck_assert_uint_eq(nbe_engine_stats(S.e[0])->ctrl_sent, ctrl_before);
     /* a checked lock is ready only once granted */
     ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &u), NBE_OK);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_AGAIN);
     ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 0);
     wait_req(u);
+    ck_assert_int_eq(nbe_rma_ready(S.e[0], 1, NULL), NBE_OK);
     ck_assert_int_eq(nbe_lock_ready(S.e[0], 1), 1);
     ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
     ck_assert_ptr_nonnull(u);

@@ -1593,10 +1593,11 @@ uint64_t nbe_engine_generation(const nbe_engine_t *e)
 
 int nbe_lock_ready(nbe_engine_t *e, int target)
 {
+    /* direct_ready's answer for the one epoch kind it can be asked about
+     * here, without its epoch search */
     const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
-    const nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
-    return NULL != ep && NBE_EPOCH_ACTIVE == ep->state && NULL == ep->qh && ep->legs[0].granted &&
-           !nbe_engine_failed(e);
+    nbe_epoch_t *ep = tr ? tr->open_lock : NULL;
+    return NULL != ep && 0 == e->failed && NULL == ep->qh && target_granted(e, ep, target);
 }
 
 void nbe_rma_direct_again(nbe_engine_t *e)

@@ -313,7 +313,7 @@ int ompi_osc_nbe_lock(int lock_type, int target, int assert, struct ompi_win_t *
             }
         }
         /* the epoch is granted already: the direct answer of the last epoch
-         * to this target holds again, and its first store skips the checks */
+         * to this target holds again, and its first store skips the lookups */
         if (module->direct_target == target && nbe_lock_ready(module->engine, target)) {
             module->direct_gen = nbe_engine_generation(module->engine);
         }
