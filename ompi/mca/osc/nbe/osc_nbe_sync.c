@@ -88,7 +88,12 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
 {
     /* always poll the network once: a process that only synchronizes with
      * itself (lock self / get / unlock self in a loop) must still serve the
-     * lock requests and operations of others */
+     * lock requests and operations of others. NULL: the engine completed
+     * the call without a request. */
+    if (NULL == req) {
+        opal_progress();
+        return OMPI_SUCCESS;
+    }
     bool done_before = req->complete;
     do {
         opal_progress();
@@ -184,12 +189,6 @@ static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
         nbe_req_free(req);
         if (0 == (++quick & 31)) opal_progress();
         return status ? OMPI_ERROR : OMPI_SUCCESS;
-    }
-    if (NULL == req) {
-        /* complete without a request, on a window whose operations may be
-         * messages: poll once, as ompi_osc_nbe_wait_req always does */
-        opal_progress();
-        return OMPI_SUCCESS;
     }
     return ompi_osc_nbe_wait_req(module, req);
 }
