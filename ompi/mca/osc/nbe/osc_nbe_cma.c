@@ -29,9 +29,6 @@
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
 
-/* opal/mca/btl/vader/btl_vader.h: MCA_BTL_VADER_CMA (not installed) */
-#define NBE_VADER_CMA 1
-
 static unsigned cma_batch;                /* MCA: transfers per call, 0: off */
 static unsigned long long pv_gathered;    /* transfers moved in gathered calls */
 static unsigned long long pv_calls;       /* those calls */
@@ -53,15 +50,23 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
                      "process_vm_writev/readv call each, more if the kernel moves part)", &pv_calls);
 }
 
-/* vader's single-copy mechanism, read once (vader settles it at init) */
+/* vader's single-copy mechanism, read once (vader settles it at init) by
+ * the name its MCA variable's enumerator gives the value ("cma") */
 static bool vader_uses_cma(void)
 {
     static int known = -1;
     if (known < 0) {
+        const mca_base_var_t *var = NULL;
         const int *value = NULL;
+        char *name = NULL;
         int idx = mca_base_var_find("opal", "btl", "vader", "single_copy_mechanism");
-        known = idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &value, NULL, NULL) &&
-                NULL != value && NBE_VADER_CMA == *value;
+        known = idx >= 0 && OPAL_SUCCESS == mca_base_var_get(idx, &var) &&
+                OPAL_SUCCESS == mca_base_var_get_value(idx, &value, NULL, NULL) &&
+                NULL != var->mbv_enumerator && NULL != value &&
+                OPAL_SUCCESS == var->mbv_enumerator->string_from_value(var->mbv_enumerator, *value,
+                                                                       &name) &&
+                0 == strcmp(name, "cma");
+        free(name);
     }
     return known;
 }
