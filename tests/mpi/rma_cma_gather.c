@@ -27,6 +27,18 @@ static int block_len(int k) { return (16 * 1024 + (k % 4) * 16 * 1024) / (int) s
 static int region(int origin) { return origin * K * MAXB; }   /* in ints, target side */
 static int value(int o, int t, int k, int i) { return (o * 131 + t * 17 + k) * 1000003 + i; }
 
+/* this rank's copy of block k that origin o wrote: value(o, rank, k, i) + add */
+static void check_block(const int *mem, int o, int k, int add, const char *phase)
+{
+    const int *m = mem + region(o) + k * MAXB;
+    for (int i = 0; i < block_len(k); ++i) {
+        if (m[i] != value(o, rank, k, i) + add) {
+            CHECK(0, "%s: block %d of %d holds %d at %d", phase, k, o, m[i], i);
+            return;
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
@@ -95,15 +107,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
     for (int o = 0; o < nprocs; ++o) {
-        for (int k = 0; k < K && o != rank; ++k) {
-            const int *m = mem + region(o) + k * MAXB;
-            for (int i = 0; i < block_len(k); ++i) {
-                if (m[i] != value(o, rank, k, i) + 1) {
-                    CHECK(0, "phase 2: block %d of %d holds %d at %d", k, o, m[i], i);
-                    break;
-                }
-            }
-        }
+        for (int k = 0; k < K && o != rank; ++k) check_block(mem, o, k, 1, "phase 2");
     }
     MPI_Win_unlock(rank, win);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -177,15 +181,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    for (int k = 3; k < K && nprocs > 1; ++k) {
-        const int *m = mem + region(next) + k * MAXB;
-        for (int i = 0; i < block_len(k); ++i) {
-            if (m[i] != value(next, rank, k, i) + 5) {
-                CHECK(0, "phase 5: block %d of %d holds %d at %d", k, next, m[i], i);
-                break;
-            }
-        }
-    }
+    for (int k = 3; k < K && nprocs > 1; ++k) check_block(mem, next, k, 5, "phase 5");
     MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
 
     if (have && nprocs > 1) {
