@@ -224,6 +224,7 @@ int mca_pml_mdq_register_callbacks(void)
         {MDQ_TAG_FIN, mca_pml_mdq_cb_fin},
         {MDQ_TAG_MEDIUM, mca_pml_mdq_cb_matched},
         {MDQ_TAG_MFRAG, mca_pml_mdq_cb_mfrag},
+        {MDQ_TAG_TIMED, mca_pml_mdq_cb_timed},
     };
     if (mca_pml_mdq.registered) {
         return OMPI_SUCCESS;

@@ -34,6 +34,13 @@ enum {
     MDQ_RNDV_PIPELINE = 3, /* send/recv fragments only */
 };
 
+/* pml_mdq_adaptive_copy: COPY or RGET above the medium limit */
+enum {
+    MDQ_ADAPTIVE_OFF = 0,    /* always the rendezvous (RGET when possible) */
+    MDQ_ADAPTIVE_AUTO = 1,   /* measured per size class (mdq_adapt.h) */
+    MDQ_ADAPTIVE_ALWAYS = 2, /* always COPY up to pml_mdq_adaptive_copy_max */
+};
+
 /* most large-fragment buffers kept for reuse (one BTL piece each) */
 #define MDQ_BIG_BUFFERS_MAX 16
 
@@ -47,6 +54,8 @@ typedef struct mca_pml_mdq_counters {
     unsigned long long pipeline;
     unsigned long long held_ooo;   /* fragments held for sequence order */
     unsigned long long held_nocomm;/* fragments held for a not yet created communicator */
+    unsigned long long adaptive_copy;  /* sent: messages above the medium limit copied in pieces */
+    unsigned long long adaptive_timed; /* sent: completion times fed to the COPY/RGET choice */
 } mca_pml_mdq_counters_t;
 
 typedef struct mca_pml_mdq_module {
@@ -67,6 +76,11 @@ typedef struct mca_pml_mdq_module {
     int max_outstanding_frags;
     int medium_limit; /* -1: per BTL (see mca_pml_mdq_medium_limit), 0: no medium protocol */
     int medium_piece; /* payload bytes per medium piece, 0: as many as the BTL takes */
+    int adaptive_copy;           /* MDQ_ADAPTIVE_* */
+    int adaptive_copy_max;       /* largest message that may be copied instead of RGET */
+    int adaptive_copy_piece;     /* payload bytes per piece of such a copy */
+    int adaptive_probe_interval; /* every Nth message of a class tries the other protocol */
+    int adaptive_copy_sample;    /* every Nth copied message is timed */
 
     int output;
     bool enabled;
@@ -226,6 +240,16 @@ void mca_pml_mdq_recv_matched_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t 
 /* any arrival for a known communicator: a matched message or a medium piece */
 void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size);
 void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *msg);
+
+/* measured COPY/RGET choice above the medium limit (pml_mdq_adapt.c) */
+struct mca_pml_mdq_send_request;
+bool mca_pml_mdq_adapt_copy(struct mca_pml_mdq_send_request *sendreq, mca_bml_base_btl_t *bml_btl,
+                            size_t size);
+void mca_pml_mdq_adapt_rget_done(struct mca_pml_mdq_send_request *sendreq);
+void mca_pml_mdq_adapt_answer(ompi_communicator_t *comm, int src, const mdq_hdr_medium_t *mh);
+void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata);
+void mca_pml_mdq_adapt_fini(void);
 void mca_pml_mdq_replay_nocomm(mca_pml_mdq_comm_t *mc);
 void mca_pml_mdq_hold_nocomm(uint32_t cid, const mca_pml_mdq_msg_t *msg, size_t hdr_size);
 

@@ -50,6 +50,13 @@ static const mca_base_var_enum_value_t mdq_rndv_values[] = {
     {0, NULL},
 };
 
+static const mca_base_var_enum_value_t mdq_adaptive_values[] = {
+    {MDQ_ADAPTIVE_OFF, "off"},
+    {MDQ_ADAPTIVE_AUTO, "auto"},
+    {MDQ_ADAPTIVE_ALWAYS, "always"},
+    {0, NULL},
+};
+
 static const mca_base_var_enum_value_t mdq_mode_values[] = {
     {MDQ_MATCH_MODE_AUTO, "auto"},
     {MDQ_MATCH_MODE_LINEAR, "linear"},
@@ -236,7 +243,7 @@ static int mca_pml_mdq_component_register(void)
                      "limit and up to this size a message is sent without handshake in pieces of "
                      "at most the BTL max send size and buffered by the receiver when "
                      "unexpected; larger messages use the rendezvous. -1: per BTL, one piece "
-                     "(btl_max_send_size minus the 32-byte medium header, 32 KiB on vader); "
+                     "(btl_max_send_size minus the 40-byte medium header, 32 KiB on vader); "
                      "0: no medium protocol (rendezvous right above the eager limit)",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.medium_limit);
 
@@ -248,6 +255,39 @@ static int mca_pml_mdq_component_register(void)
                      "arrives takes each piece straight into its buffer; others are assembled. "
                      "Pieces of 2-4 KiB were slower at 8-16 KiB on vader (docs/bench-pt2pt.md)",
                      OPAL_INFO_LVL_9, &mca_pml_mdq.medium_piece);
+
+    mca_pml_mdq.adaptive_copy = MDQ_ADAPTIVE_AUTO;
+    mdq_register_enum("adaptive_copy",
+                      "Contiguous messages above the medium limit and up to "
+                      "pml_mdq_adaptive_copy_max, to a peer reachable by RDMA get: auto measures, "
+                      "per BTL and size class (powers of two), how long copying the message "
+                      "through BTL buffers in pieces (COPY) and the RDMA-get rendezvous (RGET) "
+                      "take from send to the receiver's acknowledgement, and uses the faster one "
+                      "(where the two processes share a cache, copying wins up to hundreds of "
+                      "KiB; elsewhere the single copy of a get wins from a few tens of KiB); "
+                      "off always uses the rendezvous; always always copies",
+                      "pml_mdq_adaptive_copy", mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
+    mca_pml_mdq.adaptive_copy_max = 262144;
+    mdq_register_int("adaptive_copy_max",
+                     "Largest message (bytes) that pml_mdq_adaptive_copy may copy instead of "
+                     "getting it with RDMA", OPAL_INFO_LVL_5, &mca_pml_mdq.adaptive_copy_max);
+    mca_pml_mdq.adaptive_copy_piece = 16384;
+    mdq_register_int("adaptive_copy_piece",
+                     "Payload bytes per piece of a message copied by pml_mdq_adaptive_copy (at "
+                     "most the BTL's max send size minus the header): the receiver copies one "
+                     "piece out while the sender copies the next in",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.adaptive_copy_piece);
+    mca_pml_mdq.adaptive_probe_interval = 64;
+    mdq_register_int("adaptive_probe_interval",
+                     "pml_mdq_adaptive_copy auto: every Nth message of a size class uses the "
+                     "protocol not preferred, so that a change of costs is noticed (0: never "
+                     "after the first 4 messages of the class)",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.adaptive_probe_interval);
+    mca_pml_mdq.adaptive_copy_sample = 8;
+    mdq_register_int("adaptive_copy_sample",
+                     "pml_mdq_adaptive_copy auto: every Nth copied message is timed, which costs "
+                     "the receiver an acknowledgement (RDMA gets are acknowledged anyway)",
+                     OPAL_INFO_LVL_9, &mca_pml_mdq.adaptive_copy_sample);
 
     mdq_register_stat_pvar("posted_recvq_length", "Posted receives currently queued (all "
                            "communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_PRQ);
@@ -272,6 +312,13 @@ static int mca_pml_mdq_component_register(void)
                               &mca_pml_mdq.counters.rput);
     mdq_register_counter_pvar("pipeline_messages", "Messages transferred with send/receive pipelining (counted by the receiver that asked for it, or by the sender when it could not use the RDMA put it was asked for)",
                               &mca_pml_mdq.counters.pipeline);
+    mdq_register_counter_pvar("adaptive_copy_messages", "Messages above the medium limit sent by "
+                              "copying in pieces instead of RDMA get (pml_mdq_adaptive_copy; "
+                              "counted by the sender, included in medium_messages)",
+                              &mca_pml_mdq.counters.adaptive_copy);
+    mdq_register_counter_pvar("adaptive_timed_messages", "Completion times measured for the "
+                              "COPY/RGET choice (counted by the sender)",
+                              &mca_pml_mdq.counters.adaptive_timed);
     mdq_register_counter_pvar("held_out_of_order", "Fragments held until their sequence number "
                               "was due", &mca_pml_mdq.counters.held_ooo);
     mdq_register_counter_pvar("held_nocomm", "Messages held because they arrived before their "
@@ -391,6 +438,7 @@ int mca_pml_mdq_component_fini(void)
     mca_pml_mdq.enabled = false;
     opal_progress_unregister(mca_pml_mdq_progress);
     (void) mca_pml_base_bsend_fini();
+    mca_pml_mdq_adapt_fini();
 
     OBJ_DESTRUCT(&mca_pml_mdq.frags);
     OBJ_DESTRUCT(&mca_pml_mdq.big_bufs);

@@ -21,8 +21,9 @@
 #define MDQ_TAG_FIN        (MCA_BTL_TAG_PML + 7) /* to receiver: RPUT finished */
 #define MDQ_TAG_MEDIUM     (MCA_BTL_TAG_PML + 8) /* medium hdr + first piece of the payload */
 #define MDQ_TAG_MFRAG      (MCA_BTL_TAG_PML + 9) /* medium continuation piece */
+#define MDQ_TAG_TIMED      (MCA_BTL_TAG_PML + 10) /* to sender: a timed medium message is in place */
 #define MDQ_TAG_FIRST MDQ_TAG_EAGER
-#define MDQ_TAG_LAST MDQ_TAG_MFRAG
+#define MDQ_TAG_LAST MDQ_TAG_TIMED
 
 /* match-header flags */
 #define MDQ_HDR_F_GET    0x1 /* RTS carries a registered source address for btl_get */
@@ -63,6 +64,7 @@ typedef struct mdq_hdr_medium {
     mdq_hdr_match_t m;
     uint64_t sreq;   /* sender request: message id, and ACK target when MDQ_HDR_F_SYNC */
     uint64_t length; /* packed message bytes */
+    uint64_t timing; /* nonzero: answer with a TIMED header carrying it once the message is in place */
 } mdq_hdr_medium_t;
 
 typedef struct mdq_hdr_mfrag {
@@ -79,6 +81,13 @@ typedef struct mdq_hdr_mfrag {
 typedef struct mdq_hdr_ack {
     uint64_t sreq;
 } mdq_hdr_ack_t;
+
+/* TIMED: echo of a medium message's timing word (the sender's clock and
+ * table, see pml_mdq_adapt.c), sent when the whole message is in place */
+typedef struct mdq_hdr_timed {
+    uint64_t timing;
+    uint64_t length;
+} mdq_hdr_timed_t;
 
 /* CTS: addr != 0 asks for RPUT into addr (handle follows), else pipeline */
 typedef struct mdq_hdr_cts {

@@ -408,6 +408,10 @@ void mca_pml_mdq_recv_request_deliver(mca_pml_mdq_recv_request_t *req, const mca
     }
     mdq_recv_take_message(req, msg->hdr, msg->len);
     mdq_recv_unpack(req, msg->iov, msg->iov_count, 0);
+    if (MDQ_TAG_MEDIUM == msg->type && 0 != ((const mdq_hdr_medium_t *) msg->hdr)->timing) {
+        mca_pml_mdq_adapt_answer(req->req_recv.req_base.req_comm, msg->hdr->src,
+                                 (const mdq_hdr_medium_t *) msg->hdr);
+    }
     mca_pml_mdq_recv_request_event_done(req);
 }
 
@@ -726,6 +730,7 @@ static mca_pml_mdq_frag_t *mdq_medium_start_direct(mca_pml_mdq_comm_t *mc, mca_p
     tracker->mseq = mh->m.seq;
     tracker->msrc = mh->m.src;
     tracker->arrived = 0;
+    memcpy(&tracker->hdr.md, mh, sizeof(*mh)); /* timing answered at completion */
     opal_list_append(&mc->medium, &tracker->super.super);
     /* process-wide: mc->lock covers one communicator only */
     OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium_direct, 1);
@@ -746,6 +751,9 @@ static void mdq_medium_piece_direct(mca_pml_mdq_comm_t *mc, mca_pml_mdq_frag_t *
     OPAL_THREAD_LOCK(&mc->lock);
     opal_list_remove_item(&mc->medium, &tracker->super.super);
     OPAL_THREAD_UNLOCK(&mc->lock);
+    if (0 != tracker->hdr.md.timing) {
+        mca_pml_mdq_adapt_answer(req->req_recv.req_base.req_comm, tracker->msrc, &tracker->hdr.md);
+    }
     tracker->matched = NULL;
     mca_pml_mdq_frag_release(tracker);
     mca_pml_mdq_recv_request_event_done(req);

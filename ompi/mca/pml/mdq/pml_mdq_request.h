@@ -45,6 +45,8 @@ typedef struct mca_pml_mdq_send_request {
     uint64_t remote_addr;           /* RPUT destination */
     size_t length;                  /* bytes to deliver (receiver may accept fewer) */
     size_t offset;                  /* next byte to schedule */
+    size_t piece;                   /* medium: payload bytes per piece (0: the default) */
+    uint64_t timing;                /* timed for the COPY/RGET choice (pml_mdq_adapt.c), or 0 */
     unsigned char remote_handle[MDQ_MAX_HANDLE];
 } mca_pml_mdq_send_request_t;
 OBJ_CLASS_DECLARATION(mca_pml_mdq_send_request_t);

@@ -294,6 +294,7 @@ static size_t mdq_piece_header(mca_pml_mdq_send_request_t *sendreq, void *buf, u
         }
         mh->sreq = mdq_ptr_to_u64(sendreq);
         mh->length = sendreq->length;
+        mh->timing = sendreq->timing;
         *tag = MDQ_TAG_MEDIUM;
         return sizeof(*mh);
     }
@@ -342,8 +343,13 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         btl = bml_btl->btl;
         hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        cap = MDQ_TAG_FRAG != tag ? mca_pml_mdq_medium_piece_max(btl, hsize)
-                                  : btl->btl_max_send_size - hsize;
+        if (MDQ_TAG_FRAG == tag) {
+            cap = btl->btl_max_send_size - hsize;
+        } else if (sendreq->piece > 0 && sendreq->piece < btl->btl_max_send_size - hsize) {
+            cap = sendreq->piece;
+        } else {
+            cap = mca_pml_mdq_medium_piece_max(btl, hsize);
+        }
         if (size > cap) {
             size = cap;
         }
@@ -585,6 +591,8 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     sendreq->rdma_pending = 0;
     sendreq->sched = 0;
     sendreq->pending_op = MDQ_PENDING_START;
+    sendreq->piece = 0;
+    sendreq->timing = 0;
 
     bml_btl = mca_bml_base_btl_array_get_index(&sendreq->ep->btl_eager, 0);
     hsize = sync ? sizeof(mdq_hdr_sync_t) : sizeof(mdq_hdr_match_t);
@@ -598,6 +606,14 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
         sendreq->pending_op = MDQ_PENDING_FRAGS;
         sendreq->events = sync ? 2 : 1;
         OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
+    } else if (mca_pml_mdq_adapt_copy(sendreq, bml_btl, size)) {
+        /* a medium message in pieces, chosen over RGET (pml_mdq_adapt.c) */
+        sendreq->protocol = MDQ_TAG_MEDIUM;
+        sendreq->pending_op = MDQ_PENDING_FRAGS;
+        sendreq->events = sync ? 2 : 1;
+        sendreq->piece = (size_t) mca_pml_mdq.adaptive_copy_piece;
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
+        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.adaptive_copy, 1);
     } else {
         sendreq->protocol = MDQ_TAG_RTS;
         sendreq->events = 2; /* scheduling token + ACK or CTS */
@@ -621,6 +637,9 @@ void mca_pml_mdq_cb_ack(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     (void) btl;
     (void) tag;
     (void) cbdata;
+    if (MDQ_TAG_RTS == sendreq->protocol) {
+        mca_pml_mdq_adapt_rget_done(sendreq); /* the receiver finished its RGET */
+    }
     mca_pml_mdq_send_request_event_done(sendreq);
 }
 
@@ -632,6 +651,7 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     (void) tag;
     (void) cbdata;
 
+    sendreq->timing = 0; /* not an RGET: nothing to learn */
     /* the receiver does not need the RGET registration */
     if (NULL != sendreq->local_handle) {
         mca_bml_base_deregister_mem(sendreq->rdma_btl, sendreq->local_handle);
@@ -749,6 +769,7 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
         hsize = sizeof(mdq_hdr_medium_t);
         hdr.md.sreq = 0;
         hdr.md.length = size;
+        hdr.md.timing = 0;
     }
     peer = mca_pml_mdq_peer_get(mc, dst);
     if (OPAL_UNLIKELY(NULL == peer)) {

@@ -1,0 +1,97 @@
+/*
+ * Adaptive COPY/RGET choice per size class: see mdq_adapt.h.
+ */
+#include "mdq_adapt.h"
+
+#include <string.h>
+
+void mdq_adapt_init(mdq_adapt_t *a, uint32_t probe_interval, uint32_t copy_sample)
+{
+    memset(a, 0, sizeof(*a));
+    a->probe_interval = probe_interval;
+    a->copy_sample = copy_sample > 0 ? copy_sample : 1;
+}
+
+int mdq_adapt_class_of(size_t size)
+{
+    int k = 0;
+    while (size > 1 && k < MDQ_ADAPT_CLASSES - 1) {
+        size >>= 1;
+        k++;
+    }
+    return k;
+}
+
+/* median of the recent completion times: one message that waited for a
+ * late receive, or one lucky one, does not decide (UINT64_MAX: none) */
+static uint64_t class_typical(const mdq_adapt_class_t *c, int proto)
+{
+    uint64_t v[MDQ_ADAPT_WINDOW];
+    uint32_t n = c->samples[proto];
+
+    if (0 == n) {
+        return UINT64_MAX;
+    }
+    memcpy(v, c->window[proto], n * sizeof(v[0]));
+    for (uint32_t i = 1; i < n; ++i) { /* insertion sort of at most 4 */
+        uint64_t x = v[i];
+        uint32_t j = i;
+        for (; j > 0 && v[j - 1] > x; --j) {
+            v[j] = v[j - 1];
+        }
+        v[j] = x;
+    }
+    return n & 1 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
+}
+
+/* a measured protocol beats an unmeasured one; RGET (the rendezvous
+ * default) wins ties and the case of no measurement at all */
+static int class_preferred(const mdq_adapt_class_t *c)
+{
+    uint64_t copy = class_typical(c, MDQ_ADAPT_COPY);
+    uint64_t rget = class_typical(c, MDQ_ADAPT_RGET);
+    return copy < rget ? MDQ_ADAPT_COPY : MDQ_ADAPT_RGET;
+}
+
+int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed)
+{
+    mdq_adapt_class_t *c = &a->cls[mdq_adapt_class_of(size)];
+    uint64_t n = c->sent++;
+    int pref;
+
+    if (n < MDQ_ADAPT_WARMUP) {
+        *timed = true;
+        return (n & 1) ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY;
+    }
+    pref = class_preferred(c);
+    if (a->probe_interval > 0 && 0 == n % a->probe_interval) {
+        *timed = true;
+        return MDQ_ADAPT_COPY == pref ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY;
+    }
+    /* an RGET is acknowledged anyway; timing a COPY costs an extra message */
+    *timed = MDQ_ADAPT_RGET == pref || 0 == n % a->copy_sample;
+    return pref;
+}
+
+void mdq_adapt_record(mdq_adapt_t *a, size_t size, int proto, uint64_t ns)
+{
+    mdq_adapt_class_t *c = &a->cls[mdq_adapt_class_of(size)];
+    if (proto != MDQ_ADAPT_COPY && proto != MDQ_ADAPT_RGET) {
+        return;
+    }
+    c->window[proto][c->next[proto]] = ns;
+    c->next[proto] = (c->next[proto] + 1) % MDQ_ADAPT_WINDOW;
+    if (c->samples[proto] < MDQ_ADAPT_WINDOW) {
+        c->samples[proto]++;
+    }
+}
+
+int mdq_adapt_preferred(const mdq_adapt_t *a, size_t size)
+{
+    return class_preferred(&a->cls[mdq_adapt_class_of(size)]);
+}
+
+uint64_t mdq_adapt_typical(const mdq_adapt_t *a, size_t size, int proto)
+{
+    return class_typical(&a->cls[mdq_adapt_class_of(size)], proto);
+}

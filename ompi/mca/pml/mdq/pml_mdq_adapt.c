@@ -1,0 +1,169 @@
+/*
+ * pml/mdq glue of the measured COPY/RGET choice (mdq_adapt.h) for
+ * contiguous messages between the medium limit and pml_mdq_adaptive_copy_max
+ * sent to a peer that RGET can reach.
+ *
+ * COPY sends the message as a medium message in pieces of
+ * pml_mdq_adaptive_copy_piece bytes. Timing: the sender stores a timing
+ * word (table index + 1 in the top byte, its CLOCK_MONOTONIC nanoseconds in
+ * the other 56 bits) in the request (RGET: read back when the ACK comes) or
+ * in the medium header (COPY: the receiver echoes it in a TIMED header when
+ * the message is in place, so no request has to outlive its completion).
+ * One table per BTL module that carries the first fragment: copying and
+ * getting costs differ per transport.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "ompi/mca/bml/base/base.h"
+
+#include "mdq_adapt.h"
+#include "pml_mdq.h"
+#include "pml_mdq_request.h"
+
+#define MDQ_ADAPT_TABLES 8
+#define MDQ_TIMING_BITS 56
+#define MDQ_TIMING_MASK ((UINT64_C(1) << MDQ_TIMING_BITS) - 1)
+
+static struct {
+    mca_btl_base_module_t *btl;
+    mdq_adapt_t *table;
+} mdq_tables[MDQ_ADAPT_TABLES];
+static opal_mutex_t mdq_tables_lock = OPAL_MUTEX_STATIC_INIT;
+
+static uint64_t mdq_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* under the lock: the table of btl, created on first use (-1: none left) */
+static int mdq_table_index(mca_btl_base_module_t *btl)
+{
+    for (int i = 0; i < MDQ_ADAPT_TABLES; ++i) {
+        if (mdq_tables[i].btl == btl) {
+            return i;
+        }
+        if (NULL == mdq_tables[i].btl) {
+            mdq_adapt_t *t = malloc(sizeof(*t));
+            if (NULL == t) {
+                return -1;
+            }
+            mdq_adapt_init(t, (uint32_t) (mca_pml_mdq.adaptive_probe_interval > 0
+                                              ? mca_pml_mdq.adaptive_probe_interval : 0),
+                           (uint32_t) (mca_pml_mdq.adaptive_copy_sample > 1
+                                              ? mca_pml_mdq.adaptive_copy_sample : 1));
+            mdq_tables[i].btl = btl;
+            mdq_tables[i].table = t;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static uint64_t mdq_timing_word(int index)
+{
+    return ((uint64_t) (index + 1) << MDQ_TIMING_BITS) | (mdq_now_ns() & MDQ_TIMING_MASK);
+}
+
+/* a timed message of length bytes sent with proto, started at timing, is done */
+static void mdq_adapt_finished(uint64_t timing, size_t length, int proto)
+{
+    int index = (int) (timing >> MDQ_TIMING_BITS) - 1;
+    uint64_t ns = (mdq_now_ns() - timing) & MDQ_TIMING_MASK;
+
+    if (index < 0 || index >= MDQ_ADAPT_TABLES || 0 == length) {
+        return;
+    }
+    OPAL_THREAD_LOCK(&mdq_tables_lock);
+    if (NULL != mdq_tables[index].table) {
+        mdq_adapt_record(mdq_tables[index].table, length, proto, ns);
+        MDQ_VERBOSE(10, "pml:mdq: %s of %zu bytes took %.3f us; now preferred: %s",
+                    MDQ_ADAPT_COPY == proto ? "copy" : "rget", length, ns * 1e-3,
+                    MDQ_ADAPT_COPY == mdq_adapt_preferred(mdq_tables[index].table, length)
+                        ? "copy" : "rget");
+    }
+    OPAL_THREAD_UNLOCK(&mdq_tables_lock);
+    OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.adaptive_timed, 1);
+}
+
+bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_btl_t *bml_btl,
+                            size_t size)
+{
+    mca_btl_base_module_t *btl = bml_btl->btl;
+    mca_bml_base_btl_t *rdma;
+    bool timed = false;
+    int index, proto;
+
+    sendreq->timing = 0;
+    if (MDQ_ADAPTIVE_OFF == mca_pml_mdq.adaptive_copy || 0 == mca_pml_mdq.medium_limit
+        || mca_pml_mdq.adaptive_copy_piece <= 0 || !sendreq->contig
+        || size > (size_t) mca_pml_mdq.adaptive_copy_max
+        || (MDQ_RNDV_AUTO != mca_pml_mdq.rndv_protocol
+            && MDQ_RNDV_RGET != mca_pml_mdq.rndv_protocol)) {
+        return false;
+    }
+    /* only where the alternative is an RGET over the same BTL (mdq_send_rts) */
+    rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
+    if (NULL == rdma || !(rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
+        return false;
+    }
+    if (MDQ_ADAPTIVE_ALWAYS == mca_pml_mdq.adaptive_copy) {
+        return true;
+    }
+    OPAL_THREAD_LOCK(&mdq_tables_lock);
+    index = mdq_table_index(btl);
+    proto = index < 0 ? MDQ_ADAPT_RGET : mdq_adapt_choose(mdq_tables[index].table, size, &timed);
+    OPAL_THREAD_UNLOCK(&mdq_tables_lock);
+    if (timed) {
+        sendreq->timing = mdq_timing_word(index);
+    }
+    return MDQ_ADAPT_COPY == proto;
+}
+
+void mca_pml_mdq_adapt_rget_done(mca_pml_mdq_send_request_t *sendreq)
+{
+    if (0 != sendreq->timing) {
+        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, MDQ_ADAPT_RGET);
+        sendreq->timing = 0;
+    }
+}
+
+void mca_pml_mdq_adapt_answer(ompi_communicator_t *comm, int src, const mdq_hdr_medium_t *mh)
+{
+    mdq_hdr_timed_t t = {.timing = mh->timing, .length = mh->length};
+    ompi_proc_t *proc = ompi_comm_peer_lookup(comm, src);
+    mca_bml_base_endpoint_t *ep = NULL == proc ? NULL : mca_bml_base_get_endpoint(proc);
+
+    if (OPAL_LIKELY(NULL != ep)) {
+        mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_TIMED, &t, sizeof(t));
+    }
+}
+
+void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                          mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    mdq_hdr_timed_t t;
+    (void) btl;
+    (void) tag;
+    (void) cbdata;
+    if (OPAL_UNLIKELY(des->des_segments[0].seg_len < sizeof(t))) {
+        return;
+    }
+    memcpy(&t, des->des_segments[0].seg_addr.pval, sizeof(t));
+    mdq_adapt_finished(t.timing, t.length, MDQ_ADAPT_COPY);
+}
+
+void mca_pml_mdq_adapt_fini(void)
+{
+    OPAL_THREAD_LOCK(&mdq_tables_lock);
+    for (int i = 0; i < MDQ_ADAPT_TABLES; ++i) {
+        free(mdq_tables[i].table);
+        mdq_tables[i].table = NULL;
+        mdq_tables[i].btl = NULL;
+    }
+    OPAL_THREAD_UNLOCK(&mdq_tables_lock);
+}

@@ -1,0 +1,173 @@
+/* Adaptive COPY/RGET choice of pml/mdq (mdq_adapt): size classes, warm-up,
+ * following the faster protocol, probing the other one, noticing a change,
+ * and the cost of timing COPY messages. */
+#include "mdq_adapt.h"
+
+#include "check_run.h"
+
+static mdq_adapt_t a;
+
+/* drive n messages of size through the chooser, completing each one at
+ * once with the given cost per protocol; counts the choices */
+static void run(size_t size, int n, uint64_t copy_ns, uint64_t rget_ns, int *copies, int *timed_copies)
+{
+    *copies = 0;
+    if (NULL != timed_copies) {
+        *timed_copies = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        bool timed = false;
+        int p = mdq_adapt_choose(&a, size, &timed);
+        if (MDQ_ADAPT_COPY == p) {
+            (*copies)++;
+            if (timed && NULL != timed_copies) {
+                (*timed_copies)++;
+            }
+        }
+        if (timed) {
+            mdq_adapt_record(&a, size, p, MDQ_ADAPT_COPY == p ? copy_ns : rget_ns);
+        }
+    }
+}
+
+START_TEST(classes_are_powers_of_two)
+{
+    ck_assert_int_eq(mdq_adapt_class_of(1), 0);
+    ck_assert_int_eq(mdq_adapt_class_of(32767), 14);
+    ck_assert_int_eq(mdq_adapt_class_of(32768), 15);
+    ck_assert_int_eq(mdq_adapt_class_of(65535), 15);
+    ck_assert_int_eq(mdq_adapt_class_of(65536), 16);
+    ck_assert_int_eq(mdq_adapt_class_of((size_t) 1 << 40), 40);
+    ck_assert_int_eq(mdq_adapt_class_of(SIZE_MAX), MDQ_ADAPT_CLASSES - 1);
+}
+END_TEST
+
+START_TEST(warmup_alternates_and_times_everything)
+{
+    mdq_adapt_init(&a, 64, 8);
+    for (int i = 0; i < MDQ_ADAPT_WARMUP; ++i) {
+        bool timed = false;
+        int p = mdq_adapt_choose(&a, 40000, &timed);
+        ck_assert(timed);
+        ck_assert_int_eq(p, (i & 1) ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY);
+    }
+    /* nothing measured yet: the rendezvous default */
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 40000), MDQ_ADAPT_RGET);
+}
+END_TEST
+
+START_TEST(follows_the_faster_protocol_per_class)
+{
+    int copies;
+    mdq_adapt_init(&a, 64, 8);
+    run(40000, 640, 1700, 4800, &copies, NULL); /* copying is cheap */
+    run(200000, 640, 26000, 21000, &copies, NULL); /* the get is cheap */
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 40000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 200000), MDQ_ADAPT_RGET);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_COPY), 1700);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_RGET), 4800);
+    /* 640 messages: 2 warm-up copies, then RGET except the probes at
+     * messages 64, 128, ..., 576 */
+    ck_assert_int_eq(copies, 2 + 9);
+    /* a class never used is untouched */
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 1 << 20, MDQ_ADAPT_COPY), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(probes_the_other_protocol_every_interval)
+{
+    int copies;
+    mdq_adapt_init(&a, 16, 1);
+    run(50000, 4, 1000, 3000, &copies, NULL);
+    /* after warm-up COPY wins; RGET is tried once per 16 messages */
+    run(50000, 160, 1000, 3000, &copies, NULL);
+    ck_assert_int_eq(copies, 150);
+    /* probing off: never leaves the preferred protocol */
+    mdq_adapt_init(&a, 0, 1);
+    run(50000, 4, 1000, 3000, &copies, NULL);
+    run(50000, 1000, 1000, 3000, &copies, NULL);
+    ck_assert_int_eq(copies, 1000);
+}
+END_TEST
+
+START_TEST(notices_a_change_within_a_window_of_probes)
+{
+    int copies;
+    mdq_adapt_init(&a, 8, 1);
+    run(50000, 200, 1000, 3000, &copies, NULL);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    /* copying becomes slow: the COPY window refills at once (COPY is still
+     * chosen), the preference moves to RGET */
+    run(50000, MDQ_ADAPT_WINDOW + 1, 9000, 3000, &copies, NULL);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
+    /* and back: only probes time COPY now (messages 208, 216, 224); the
+     * median of the window moves with the third, and COPY is chosen for the
+     * 4 messages after it */
+    run(50000, 24, 1000, 3000, &copies, NULL);
+    ck_assert_int_eq(copies, 3 + 4);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+}
+END_TEST
+
+START_TEST(one_outlier_does_not_flip_the_choice)
+{
+    int copies;
+    mdq_adapt_init(&a, 64, 1);
+    run(50000, 100, 1000, 3000, &copies, NULL);
+    /* a copy that waited for a late receive */
+    mdq_adapt_record(&a, 50000, MDQ_ADAPT_COPY, 500000);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    /* a lucky one on the other side */
+    mdq_adapt_init(&a, 64, 1);
+    run(50000, 100, 5000, 3000, &copies, NULL);
+    mdq_adapt_record(&a, 50000, MDQ_ADAPT_COPY, 100);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), 5000);
+}
+END_TEST
+
+START_TEST(copies_are_timed_one_in_copy_sample)
+{
+    int copies, timed;
+    mdq_adapt_init(&a, 0, 8);
+    run(50000, 4, 1000, 3000, &copies, &timed);
+    run(50000, 800, 1000, 3000, &copies, &timed);
+    ck_assert_int_eq(copies, 800);
+    ck_assert_int_eq(timed, 100);
+}
+END_TEST
+
+START_TEST(unmeasured_rget_loses_to_measured_copy)
+{
+    /* every RGET was turned into another protocol by the receiver (no
+     * sample ever comes back): COPY, which is measured, is preferred */
+    mdq_adapt_init(&a, 64, 1);
+    for (int i = 0; i < 10; ++i) {
+        bool timed;
+        int p = mdq_adapt_choose(&a, 50000, &timed);
+        if (MDQ_ADAPT_COPY == p) {
+            mdq_adapt_record(&a, 50000, p, 5000);
+        }
+    }
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    /* a bad protocol number is ignored */
+    mdq_adapt_record(&a, 50000, 7, 1);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), 5000);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mdq_adapt");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, classes_are_powers_of_two);
+    tcase_add_test(tc, warmup_alternates_and_times_everything);
+    tcase_add_test(tc, follows_the_faster_protocol_per_class);
+    tcase_add_test(tc, probes_the_other_protocol_every_interval);
+    tcase_add_test(tc, notices_a_change_within_a_window_of_probes);
+    tcase_add_test(tc, one_outlier_does_not_flip_the_choice);
+    tcase_add_test(tc, copies_are_timed_one_in_copy_sample);
+    tcase_add_test(tc, unmeasured_rget_loses_to_measured_copy);
+    suite_add_tcase(s, tc);
+    return check_run(s);
+}
