@@ -156,6 +156,20 @@ START_TEST(unmeasured_rget_loses_to_measured_copy)
 }
 END_TEST
 
+START_TEST(copy_must_win_by_a_margin)
+{
+    int copies;
+    /* 5 % faster is within the noise: stay with RGET */
+    mdq_adapt_init(&a, 64, 1);
+    run(50000, 100, 3800, 4000, &copies, NULL);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
+    /* 10 % faster: COPY */
+    mdq_adapt_init(&a, 64, 1);
+    run(50000, 100, 3600, 4000, &copies, NULL);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mdq_adapt");
@@ -168,6 +182,7 @@ int main(void)
     tcase_add_test(tc, one_outlier_does_not_flip_the_choice);
     tcase_add_test(tc, copies_are_timed_one_in_copy_sample);
     tcase_add_test(tc, unmeasured_rget_loses_to_measured_copy);
+    tcase_add_test(tc, copy_must_win_by_a_margin);
     suite_add_tcase(s, tc);
     return check_run(s);
 }

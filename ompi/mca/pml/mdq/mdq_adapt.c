@@ -44,13 +44,22 @@ static uint64_t class_typical(const mdq_adapt_class_t *c, int proto)
     return n & 1 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2;
 }
 
-/* a measured protocol beats an unmeasured one; RGET (the rendezvous
- * default) wins ties and the case of no measurement at all */
+/* A measured protocol beats an unmeasured one. RGET (the rendezvous
+ * default) wins when nothing is measured, and unless COPY is faster by
+ * more than 1/16: where the two are close, run-to-run noise would
+ * otherwise flip the choice back and forth and pick the slower one half
+ * of the time. */
 static int class_preferred(const mdq_adapt_class_t *c)
 {
     uint64_t copy = class_typical(c, MDQ_ADAPT_COPY);
     uint64_t rget = class_typical(c, MDQ_ADAPT_RGET);
-    return copy < rget ? MDQ_ADAPT_COPY : MDQ_ADAPT_RGET;
+    if (UINT64_MAX == copy) {
+        return MDQ_ADAPT_RGET;
+    }
+    if (UINT64_MAX == rget) {
+        return MDQ_ADAPT_COPY;
+    }
+    return copy + copy / 16 < rget ? MDQ_ADAPT_COPY : MDQ_ADAPT_RGET;
 }
 
 int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed)

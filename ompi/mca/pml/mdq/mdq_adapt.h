@@ -12,7 +12,7 @@
  * so the choice is measured rather than configured: for each size class
  * (powers of two) the sender keeps the last completion times of each
  * protocol (send start to the receiver's acknowledgement) and uses the
- * one whose recent median is lower, trying the other one every
+ * one whose recent median is lower (COPY by a margin of 1/16), trying the other one every
  * probe_interval messages so that a change is noticed.
  *
  * Pure C, no Open MPI: the caller serialises calls and supplies times.
