@@ -79,33 +79,52 @@ START_TEST(probes_the_other_protocol_every_interval)
     int copies;
     mdq_adapt_init(&a, 16, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
-    /* after warm-up COPY wins; RGET is tried once per 16 messages */
+    /* after warm-up COPY is faster: 4 more RGETs re-time the protocol in
+     * use (messages 4-7), then COPY, except a probe of RGET per 16 */
     run(50000, 160, 1000, 3000, &copies, NULL);
-    ck_assert_int_eq(copies, 150);
-    /* probing off: never leaves the preferred protocol */
+    ck_assert_int_eq(copies, 160 - 4 - 10);
+    /* probing off: never leaves the preferred protocol once switched */
     mdq_adapt_init(&a, 0, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
     run(50000, 1000, 1000, 3000, &copies, NULL);
-    ck_assert_int_eq(copies, 1000);
+    ck_assert_int_eq(copies, 1000 - 4);
 }
 END_TEST
 
-START_TEST(notices_a_change_within_a_window_of_probes)
+START_TEST(notices_a_change_after_rechecking)
 {
     int copies;
     mdq_adapt_init(&a, 8, 1);
     run(50000, 200, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
-    /* copying becomes slow: the COPY window refills at once (COPY is still
-     * chosen), the preference moves to RGET */
-    run(50000, MDQ_ADAPT_WINDOW + 1, 9000, 3000, &copies, NULL);
+    /* copying becomes slow (messages 200-219): 200 probes RGET; after 201
+     * and 202 the COPY median is slow; 203-206 re-time COPY; from 207 on
+     * RGET, except the probes of COPY at 208 and 216 */
+    run(50000, 20, 9000, 3000, &copies, NULL);
+    ck_assert_int_eq(copies, 2 + 4 + 2);
     ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
-    /* and back: only probes time COPY now (messages 208, 216, 224); the
-     * median of the window moves with the third, and COPY is chosen for the
-     * 4 messages after it */
-    run(50000, 24, 1000, 3000, &copies, NULL);
+    /* and back (220-249): only probes time COPY (224, 232, 240); the
+     * median moves with the third, 241-244 re-time RGET, then COPY except
+     * the probe at 248 */
+    run(50000, 30, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 3 + 4);
     ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+}
+END_TEST
+
+START_TEST(a_burst_of_slow_completions_washes_out)
+{
+    int copies;
+    mdq_adapt_init(&a, 64, 1);
+    run(50000, 100, 4400, 4000, &copies, NULL); /* RGET a little faster */
+    /* the VM pauses: two RGETs take 25 us and the median jumps */
+    mdq_adapt_record(&a, 50000, MDQ_ADAPT_RGET, 25000);
+    mdq_adapt_record(&a, 50000, MDQ_ADAPT_RGET, 26000);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    /* re-timing RGET refills its window: no switch, no COPY */
+    run(50000, 20, 4400, 4000, &copies, NULL);
+    ck_assert_int_eq(copies, 0);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
 }
 END_TEST
 
@@ -132,7 +151,7 @@ START_TEST(copies_are_timed_one_in_copy_sample)
     mdq_adapt_init(&a, 0, 8);
     run(50000, 4, 1000, 3000, &copies, &timed);
     run(50000, 800, 1000, 3000, &copies, &timed);
-    ck_assert_int_eq(copies, 800);
+    ck_assert_int_eq(copies, 800 - 4); /* messages 4-7 re-time RGET */
     ck_assert_int_eq(timed, 100);
 }
 END_TEST
@@ -178,7 +197,8 @@ int main(void)
     tcase_add_test(tc, warmup_alternates_and_times_everything);
     tcase_add_test(tc, follows_the_faster_protocol_per_class);
     tcase_add_test(tc, probes_the_other_protocol_every_interval);
-    tcase_add_test(tc, notices_a_change_within_a_window_of_probes);
+    tcase_add_test(tc, notices_a_change_after_rechecking);
+    tcase_add_test(tc, a_burst_of_slow_completions_washes_out);
     tcase_add_test(tc, one_outlier_does_not_flip_the_choice);
     tcase_add_test(tc, copies_are_timed_one_in_copy_sample);
     tcase_add_test(tc, unmeasured_rget_loses_to_measured_copy);

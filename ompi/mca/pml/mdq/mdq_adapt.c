@@ -8,6 +8,9 @@
 void mdq_adapt_init(mdq_adapt_t *a, uint32_t probe_interval, uint32_t copy_sample)
 {
     memset(a, 0, sizeof(*a));
+    for (int k = 0; k < MDQ_ADAPT_CLASSES; ++k) {
+        a->cls[k].current = MDQ_ADAPT_RGET;
+    }
     a->probe_interval = probe_interval;
     a->copy_sample = copy_sample > 0 ? copy_sample : 1;
 }
@@ -73,6 +76,15 @@ int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed)
         return (n & 1) ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY;
     }
     pref = class_preferred(c);
+    if (pref != (int) c->current) {
+        if (c->recheck < MDQ_ADAPT_WINDOW) {
+            c->recheck++;
+            *timed = true;
+            return (int) c->current;
+        }
+        c->current = (uint32_t) pref;
+    }
+    c->recheck = 0;
     if (a->probe_interval > 0 && 0 == n % a->probe_interval) {
         *timed = true;
         return MDQ_ADAPT_COPY == pref ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY;

@@ -12,8 +12,12 @@
  * so the choice is measured rather than configured: for each size class
  * (powers of two) the sender keeps the last completion times of each
  * protocol (send start to the receiver's acknowledgement) and uses the
- * one whose recent median is lower (COPY by a margin of 1/16), trying the other one every
- * probe_interval messages so that a change is noticed.
+ * one whose recent median is lower (COPY by a margin of 1/16), trying the
+ * other one every probe_interval messages so that a change is noticed.
+ * Before it switches, it times the protocol in use for a window of
+ * messages more: a burst of slow completions (the VM or the peer paused)
+ * then washes out instead of leaving the class on the wrong protocol
+ * until enough probes have refreshed the other one.
  *
  * Pure C, no Open MPI: the caller serialises calls and supplies times.
  */
@@ -35,6 +39,8 @@ typedef struct mdq_adapt_class {
     uint64_t window[2][MDQ_ADAPT_WINDOW];       /* recent completion times (ns) */
     uint32_t samples[2];                        /* valid entries in window (saturates) */
     uint32_t next[2];                           /* ring position of the next sample */
+    uint32_t current;                           /* protocol in use after the warm-up */
+    uint32_t recheck;                           /* messages re-timing current before a switch */
 } mdq_adapt_class_t;
 
 typedef struct mdq_adapt {
@@ -55,7 +61,8 @@ int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed);
 /* a timed message of size bytes sent with proto completed after ns */
 void mdq_adapt_record(mdq_adapt_t *a, size_t size, int proto, uint64_t ns);
 
-/* protocol the class of size currently prefers (RGET until both are measured) */
+/* protocol the measurements of the class of size favour (RGET until both
+ * are measured); the class follows it after a recheck (see above) */
 int mdq_adapt_preferred(const mdq_adapt_t *a, size_t size);
 
 /* median of the recent completion times of proto in the class of size
