@@ -277,7 +277,7 @@ static int mca_pml_mdq_component_register(void)
                      "most the BTL's max send size minus the header): the receiver copies one "
                      "piece out while the sender copies the next in",
                      OPAL_INFO_LVL_9, &mca_pml_mdq.adaptive_copy_piece);
-    mca_pml_mdq.adaptive_probe_interval = 64;
+    mca_pml_mdq.adaptive_probe_interval = 128;
     mdq_register_int("adaptive_probe_interval",
                      "pml_mdq_adaptive_copy auto: every Nth message of a size class uses the "
                      "protocol not preferred, so that a change of costs is noticed (0: never "
