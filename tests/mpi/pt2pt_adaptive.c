@@ -188,7 +188,10 @@ int main(int argc, char **argv)
         printf("adaptive copies %llu, rget receives %llu (all ranks); rank 0 timed %llu\n", all_c,
                all_g, t);
     }
-    if (NULL != expect && 0 == strcmp(expect, "auto")) {
+    if (0 == all_c && 0 == all_g) {
+        /* no BTL here gets (e.g. vader without CMA): neither protocol applies */
+        if (0 == rank) printf("no RDMA get between the ranks: protocol checks skipped\n");
+    } else if (NULL != expect && 0 == strcmp(expect, "auto")) {
         /* the first 4 messages of each size class alternate, all timed */
         CHECK(rank > 1 || c >= 4, "auto: %llu messages copied (at least 2 per size class)", c);
         CHECK(rank > 1 || t >= 8, "auto: %llu completion times measured", t);

@@ -14,7 +14,7 @@
 #include "pt2pt_common.h"
 
 static const size_t sizes[] = {0,     1,     4000,  4072,  4096,   5000,   8192,  16384,
-                               32000, 32736, 32768, 40000, 65536, 100000, 131072, 200000};
+                               32000, 32728, 32736, 32768, 40000, 65536, 100000, 131072, 200000};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 #define MAXSZ 200000
 
