@@ -311,9 +311,10 @@ static inline size_t mca_pml_mdq_hdr_size(uint8_t type, const mdq_hdr_match_t *h
     }
 }
 
-/* Largest message sent with the medium protocol over btl (0: none). By
- * default one max-send-size piece: above that, RGET's single copy beats
- * copying through fragments (measured on vader, see README). */
+/* Largest message always sent with the medium protocol over btl (0:
+ * none). By default one max-send-size piece; above it the measured
+ * COPY/RGET choice (pml_mdq_adapt.c) decides up to
+ * pml_mdq_adaptive_copy_max, the rendezvous beyond. */
 static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
 {
     if (mca_pml_mdq.medium_limit >= 0) {
@@ -324,14 +325,13 @@ static inline size_t mca_pml_mdq_medium_limit(const mca_btl_base_module_t *btl)
                : 0;
 }
 
-/* payload of one medium piece with a header of hsize bytes on this BTL */
-static inline size_t mca_pml_mdq_medium_piece_max(const mca_btl_base_module_t *btl, size_t hsize)
+/* payload of one medium piece with a header of hsize bytes on this BTL:
+ * piece bytes (0: as many as fit) */
+static inline size_t mca_pml_mdq_medium_piece_max(const mca_btl_base_module_t *btl, size_t hsize,
+                                                  size_t piece)
 {
     size_t max = btl->btl_max_send_size > hsize ? btl->btl_max_send_size - hsize : 0;
-    if (mca_pml_mdq.medium_piece > 0 && (size_t) mca_pml_mdq.medium_piece < max) {
-        max = (size_t) mca_pml_mdq.medium_piece;
-    }
-    return max;
+    return piece > 0 && piece < max ? piece : max;
 }
 
 #define MDQ_VERBOSE(lvl, ...) opal_output_verbose(lvl, mca_pml_mdq.output, __VA_ARGS__)

@@ -94,27 +94,21 @@ bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_bt
                             size_t size)
 {
     mca_btl_base_module_t *btl = bml_btl->btl;
-    mca_bml_base_btl_t *rdma;
     bool timed = false;
     int index, proto;
 
     sendreq->timing = 0;
     if (MDQ_ADAPTIVE_OFF == mca_pml_mdq.adaptive_copy || 0 == mca_pml_mdq.medium_limit
         || mca_pml_mdq.adaptive_copy_piece <= 0 || mca_pml_mdq.adaptive_copy_max <= 0
-        || !sendreq->contig || size > (size_t) mca_pml_mdq.adaptive_copy_max
-        || (MDQ_RNDV_AUTO != mca_pml_mdq.rndv_protocol
-            && MDQ_RNDV_RGET != mca_pml_mdq.rndv_protocol)) {
+        || size > (size_t) mca_pml_mdq.adaptive_copy_max) {
         return false;
     }
     /* only where the alternative is an RGET over the same BTL (mdq_send_rts),
      * and that BTL is the only one for first fragments: the RTS and the
      * pieces are sent over the next one in turn, and a sample must be
      * filed under the BTL that carried the message */
-    if (1 != mca_bml_base_btl_array_get_size(&sendreq->ep->btl_eager)) {
-        return false;
-    }
-    rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
-    if (NULL == rdma || !(rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
+    if (1 != mca_bml_base_btl_array_get_size(&sendreq->ep->btl_eager)
+        || NULL == mca_pml_mdq_rget_btl(sendreq, btl)) {
         return false;
     }
     if (MDQ_ADAPTIVE_ALWAYS == mca_pml_mdq.adaptive_copy) {

@@ -45,7 +45,7 @@ typedef struct mca_pml_mdq_send_request {
     uint64_t remote_addr;           /* RPUT destination */
     size_t length;                  /* bytes to deliver (receiver may accept fewer) */
     size_t offset;                  /* next byte to schedule */
-    size_t piece;                   /* medium: payload bytes per piece (0: the default) */
+    size_t piece;                   /* medium: payload bytes per piece (0: as many as fit) */
     uint64_t timing;                /* timed for the COPY/RGET choice (pml_mdq_adapt.c), or 0 */
     unsigned char remote_handle[MDQ_MAX_HANDLE];
 } mca_pml_mdq_send_request_t;
@@ -203,6 +203,22 @@ void mca_pml_mdq_recv_request_schedule(mca_pml_mdq_recv_request_t *req);
 /* matched RTS that allows RGET: issue the gets. Never blocks, never allocates
  * a request-side structure (plug point for asynchronous progress). */
 int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req);
+
+/* the RDMA side of btl when the receiver may pull sendreq's data with
+ * RGET over it (contiguous data, rndv protocol allowing get, a BTL that
+ * gets), else NULL: the RTS offer and the COPY/RGET choice both ask */
+static inline mca_bml_base_btl_t *mca_pml_mdq_rget_btl(mca_pml_mdq_send_request_t *sendreq,
+                                                       mca_btl_base_module_t *btl)
+{
+    mca_bml_base_btl_t *rdma;
+    if (!sendreq->contig
+        || (MDQ_RNDV_AUTO != mca_pml_mdq.rndv_protocol
+            && MDQ_RNDV_RGET != mca_pml_mdq.rndv_protocol)) {
+        return NULL;
+    }
+    rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
+    return NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET) ? rdma : NULL;
+}
 
 static inline uint64_t mdq_ptr_to_u64(const void *p)
 {

@@ -203,6 +203,7 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
     opal_convertor_t *conv = &sendreq->req_send.req_base.req_convertor;
     mca_bml_base_btl_t *bml_btl = mca_bml_base_btl_array_get_next(&sendreq->ep->btl_eager);
     mca_btl_base_module_t *btl = bml_btl->btl;
+    mca_bml_base_btl_t *rdma = mca_pml_mdq_rget_btl(sendreq, btl);
     union {
         mdq_hdr_rts_t r;
         unsigned char raw[MDQ_HDR_MAX_MATCHED];
@@ -220,32 +221,27 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
         hdr.r.m.flags |= MDQ_HDR_F_CONTIG;
     }
 
-    if (sendreq->contig
-        && (MDQ_RNDV_AUTO == mca_pml_mdq.rndv_protocol
-            || MDQ_RNDV_RGET == mca_pml_mdq.rndv_protocol)) {
-        mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
-        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
-            void *base = NULL;
-            size_t hlen = 0;
-            opal_convertor_get_current_pointer(conv, &base);
-            if (NULL != btl->btl_register_mem && NULL == sendreq->local_handle) {
-                mca_bml_base_register_mem(rdma, base, hdr.r.length, MCA_BTL_REG_FLAG_REMOTE_READ,
-                                          &sendreq->local_handle);
-                sendreq->rdma_btl = rdma;
+    if (NULL != rdma) {
+        void *base = NULL;
+        size_t hlen = 0;
+        opal_convertor_get_current_pointer(conv, &base);
+        if (NULL != btl->btl_register_mem && NULL == sendreq->local_handle) {
+            mca_bml_base_register_mem(rdma, base, hdr.r.length, MCA_BTL_REG_FLAG_REMOTE_READ,
+                                      &sendreq->local_handle);
+            sendreq->rdma_btl = rdma;
+        }
+        if (NULL != btl->btl_register_mem) {
+            hlen = btl->btl_registration_handle_size;
+        }
+        if ((NULL == btl->btl_register_mem || NULL != sendreq->local_handle)
+            && hlen <= MDQ_MAX_HANDLE) {
+            hdr.r.m.flags |= MDQ_HDR_F_GET;
+            hdr.r.addr = mdq_ptr_to_u64(base);
+            hdr.r.hlen = (uint32_t) hlen;
+            if (hlen > 0) {
+                memcpy(hdr.raw + sizeof(mdq_hdr_rts_t), sendreq->local_handle, hlen);
             }
-            if (NULL != btl->btl_register_mem) {
-                hlen = btl->btl_registration_handle_size;
-            }
-            if ((NULL == btl->btl_register_mem || NULL != sendreq->local_handle)
-                && hlen <= MDQ_MAX_HANDLE) {
-                hdr.r.m.flags |= MDQ_HDR_F_GET;
-                hdr.r.addr = mdq_ptr_to_u64(base);
-                hdr.r.hlen = (uint32_t) hlen;
-                if (hlen > 0) {
-                    memcpy(hdr.raw + sizeof(mdq_hdr_rts_t), sendreq->local_handle, hlen);
-                }
-                hsize += hlen;
-            }
+            hsize += hlen;
         }
     }
 
@@ -343,13 +339,7 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         btl = bml_btl->btl;
         hsize = mdq_piece_header(sendreq, &hdr, &tag);
         size = sendreq->length - sendreq->offset;
-        if (MDQ_TAG_FRAG == tag) {
-            cap = btl->btl_max_send_size - hsize;
-        } else if (sendreq->piece > 0 && sendreq->piece < btl->btl_max_send_size - hsize) {
-            cap = sendreq->piece;
-        } else {
-            cap = mca_pml_mdq_medium_piece_max(btl, hsize);
-        }
+        cap = mca_pml_mdq_medium_piece_max(btl, hsize, MDQ_TAG_FRAG == tag ? 0 : sendreq->piece);
         if (size > cap) {
             size = cap;
         }
@@ -605,6 +595,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
         sendreq->protocol = MDQ_TAG_MEDIUM;
         sendreq->pending_op = MDQ_PENDING_FRAGS;
         sendreq->events = sync ? 2 : 1;
+        sendreq->piece = (size_t) mca_pml_mdq.medium_piece;
         OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
     } else if (mca_pml_mdq_adapt_copy(sendreq, bml_btl, size)) {
         /* a medium message in pieces, chosen over RGET (pml_mdq_adapt.c) */
@@ -761,7 +752,8 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
     }
     if (size + hsize > btl->btl_eager_limit) {
         if (size > mca_pml_mdq_medium_limit(btl)
-            || size > mca_pml_mdq_medium_piece_max(btl, sizeof(mdq_hdr_medium_t))) {
+            || size > mca_pml_mdq_medium_piece_max(btl, sizeof(mdq_hdr_medium_t),
+                                                   (size_t) mca_pml_mdq.medium_piece)) {
             return OMPI_ERR_NOT_AVAILABLE;
         }
         /* one-piece medium: the message id is only needed for several pieces */
