@@ -21,6 +21,7 @@
 #include "nbe_engine.h"
 #include "nbe_ring.h"
 #include "nbe_rwlock.h"
+#include "osc_nbe_lock.h"
 
 BEGIN_C_DECLS
 
@@ -48,7 +49,7 @@ typedef struct ompi_osc_nbe_component {
     char    *test_break_link;   /* testing: "A,B,N[,late]", parsed into the four below */
     int      test_break_a, test_break_b, test_break_after;
     bool     test_break_late;
-    bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: nbe is not thread safe yet */
+    bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: windows take the lock (osc_nbe_lock.h) */
     opal_hash_table_t modules;     /* window id -> module */
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
     uint32_t next_window_id;       /* lowest id this process may still use */
@@ -86,6 +87,7 @@ typedef struct ompi_osc_nbe_module {
     ompi_win_t            *win;
     ompi_communicator_t   *comm;       /* the window's communicator, retained (not a dup) */
     uint32_t               cid;        /* window id agreed at creation: BTL frames carry it */
+    bool                   cid_claimed;/* cid is this window's in the component's table */
     int                    rank, size;
     int                    flavor;
     void                  *base;

@@ -113,13 +113,15 @@ static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     (void) btl; (void) ep;
     if (OPAL_LIKELY(OPAL_SUCCESS == status)) return;
     uint32_t cid = (uint32_t) (uintptr_t) des->des_cbdata;
+    ompi_osc_nbe_enter();
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_window_lookup(cid);
     if (NULL == module) {
         opal_output_verbose(1, mca_osc_nbe_component.output,
                             "osc/nbe: a send of freed window %u failed (error %d)", cid, status);
-        return;
+    } else {
+        link_failed(module, -1, status);
     }
-    link_failed(module, -1, status);
+    ompi_osc_nbe_leave();
 }
 
 /* send the open frame; OMPI_ERR_OUT_OF_RESOURCE keeps it open */
@@ -484,7 +486,7 @@ void ompi_osc_nbe_tell_failure(ompi_osc_nbe_module_t *module, bool all)
         int rc = peer == module->rank ? OMPI_SUCCESS : try_send(module, peer, &hdr, sizeof(hdr), NULL, 0);
         if (OMPI_ERR_OUT_OF_RESOURCE == rc) {
             if (!all) return;
-            opal_progress();   /* may tell further peers itself */
+            ompi_osc_nbe_progress();   /* may tell further peers itself */
             continue;
         }
         module->failure_told++;   /* sent, or that peer cannot be reached */
@@ -871,12 +873,20 @@ static int rdma_start(mca_bml_base_btl_t *b, void *local, uint64_t remote, size_
                            MCA_BTL_NO_ORDER, cb, context, cbdata);
 }
 
+static void rdma_completed(ompi_osc_nbe_op_t *op, int status);
+
 static void rdma_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *endpoint,
                       void *local_address, struct mca_btl_base_registration_handle_t *local_handle,
                       void *context, void *cbdata, int status)
 {
     (void) btl; (void) endpoint; (void) local_address; (void) local_handle; (void) context;
-    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) cbdata;
+    ompi_osc_nbe_enter();
+    rdma_completed((ompi_osc_nbe_op_t *) cbdata, status);
+    ompi_osc_nbe_leave();
+}
+
+static void rdma_completed(ompi_osc_nbe_op_t *op, int status)
+{
     ompi_osc_nbe_module_t *module = op->module;
     bool in_call = op == rdma_issuing;
     if (in_call) rdma_cb_ran = true;
@@ -938,7 +948,7 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
     /* this function completed inside the call before; should it not now,
      * its callback is still what says the data is in place, and it points
      * at status on this stack: wait for it whatever else happens */
-    while (1 == status) opal_progress();
+    while (1 == status) ompi_osc_nbe_progress();
     if (OPAL_SUCCESS != status) {
         link_failed(module, peer, status);
         return MPI_ERR_OTHER;
@@ -970,7 +980,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     int rc = rdma_start(b, local, remote, len, is_put, rdma_done, module, op);
     if (1 == rc && !rdma_cb_ran) {
         /* "complete at once" without a callback (btl.h allows it): complete it here */
-        rdma_done(b->btl, b->btl_endpoint, local, NULL, module, op, OPAL_SUCCESS);
+        rdma_completed(op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
     if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) note_completes_in_call(b->btl, is_put);
@@ -984,11 +994,20 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
 /* ---------------------------------------------------------------- */
 /* receive side */
 
+static void am_frame(const mca_btl_base_descriptor_t *des);
+
 static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata)
 {
     (void) btl; (void) tag; (void) cbdata;
-    mca_btl_base_segment_t *segs = des->des_segments;
+    ompi_osc_nbe_enter();
+    am_frame(des);
+    ompi_osc_nbe_leave();
+}
+
+static void am_frame(const mca_btl_base_descriptor_t *des)
+{
+    const mca_btl_base_segment_t *segs = des->des_segments;
     size_t total = 0;
     char *buf, *tmp = NULL;
 

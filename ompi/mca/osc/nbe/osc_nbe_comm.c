@@ -347,7 +347,7 @@ void ompi_osc_nbe_tell_refusals(ompi_osc_nbe_module_t *module)
     if (OPAL_LIKELY(0 == module->refusals_untold)) return;
     nbe_engine_each_peer_info(module->engine, tell_untold, module);
     while (0 != module->notes_unacked && 0 == nbe_engine_failed(module->engine)) {
-        opal_progress();
+        ompi_osc_nbe_progress();
     }
 }
 
@@ -914,7 +914,7 @@ static void throttle(ompi_osc_nbe_module_t *module)
 {
     while (nbe_engine_buffered(module->engine) >= mca_osc_nbe_component.buffered_ops_limit &&
            !nbe_engine_failed(module->engine)) {
-        opal_progress();
+        ompi_osc_nbe_progress();
     }
 }
 

@@ -16,6 +16,14 @@
 
 #include "ompi_scale_common.h"
 
+opal_mutex_t ompi_osc_nbe_big_lock;
+uintptr_t ompi_osc_nbe_big_lock_owner;
+int ompi_osc_nbe_big_lock_depth;
+
+/* window id -> module, with a one-entry cache in front of the hash table
+ * (consecutive frames almost always address the same window) */
+static ompi_osc_nbe_module_t *last_looked_up;
+
 void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, unsigned value, unsigned *storage)
 {
@@ -49,33 +57,92 @@ static int component_finalize(void);
 static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor);
+/* Takes the window id in this process (under the lock): false if another
+ * window has it, which only a window created at the same time by another
+ * thread can (ids only grow). The table entry makes the id taken; frames
+ * for the window come only after its creation barrier. */
+static bool claim_window_id(ompi_osc_nbe_module_t *module, uint32_t id)
+{
+    void *other = NULL;
+    ompi_osc_nbe_enter();
+    bool free_here = OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_osc_nbe_component.modules,
+                                                                       id, &other);
+    if (free_here) {
+        opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, id, module);
+        module->cid = id;
+        module->cid_claimed = true;
+    }
+    if (id >= mca_osc_nbe_component.next_window_id) mca_osc_nbe_component.next_window_id = id + 1;
+    ompi_osc_nbe_leave();
+    return free_here;
+}
+
+static void unclaim_window_id(ompi_osc_nbe_module_t *module)
+{
+    if (!module->cid_claimed) return;
+    ompi_osc_nbe_enter();
+    opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
+    if (last_looked_up == module) last_looked_up = NULL;
+    module->cid_claimed = false;
+    ompi_osc_nbe_leave();
+}
+
+static uint32_t next_window_id(void)
+{
+    ompi_osc_nbe_enter();
+    uint32_t next = mca_osc_nbe_component.next_window_id;
+    ompi_osc_nbe_leave();
+    return next;
+}
+
+static int allreduce_u32(ompi_communicator_t *comm, uint32_t *mine, uint32_t *agreed, int n,
+                         ompi_op_t *op)
+{
+    int depth = ompi_osc_nbe_suspend();
+    int ret = comm->c_coll->coll_allreduce(mine, agreed, n, MPI_UINT32_T, op, comm,
+                                           comm->c_coll->coll_allreduce_module);
+    ompi_osc_nbe_resume(depth);
+    return ret;
+}
+
 /* A window id every process of the window agrees on: the largest of the
  * processes' next free ids. Each process hands out increasing ids, so the id
- * names one live window on every member; frames carry it. The same
- * allreduce makes the shared-memory choices unanimous (each is collective
- * to set up): off if any process has it off or sees a peer off its node;
- * and a creation that failed on one process (out of memory) fails on all. */
+ * names one live window on every member; frames carry it. Under
+ * MPI_THREAD_MULTIPLE windows created at the same time by several threads
+ * could agree on one id: then a second allreduce tells whether every
+ * process could claim it, and they try again from a higher one if not.
+ * The first allreduce also makes the shared-memory choices unanimous (each
+ * is collective to set up): off if any process has it off or sees a peer
+ * off its node; and a creation that failed on one process (out of memory)
+ * fails on all. */
 static int agree_window_id(ompi_osc_nbe_module_t *module, bool failed, bool *any_failed,
                            bool *shm_allocate, bool *shm_tables, bool *one_node)
 {
     ompi_communicator_t *comm = module->comm;
-    uint32_t mine[5] = { mca_osc_nbe_component.next_window_id,
+    uint32_t mine[5] = { next_window_id(),
                          !mca_osc_nbe_component.shm_allocate, !mca_osc_nbe_component.shm_tables,
                          ompi_group_have_remote_peers(comm->c_local_group), failed };
     uint32_t agreed[5] = { 0 };
-    int ret = comm->c_coll->coll_allreduce(mine, agreed, 5, MPI_UINT32_T, MPI_MAX, comm,
-                                           comm->c_coll->coll_allreduce_module);
+    int ret = allreduce_u32(comm, mine, agreed, 5, MPI_MAX);
     if (OMPI_SUCCESS != ret) return ret;
-    if (UINT32_MAX == agreed[0]) return OMPI_ERR_OUT_OF_RESOURCE;
-    module->cid = agreed[0];
-    mca_osc_nbe_component.next_window_id = agreed[0] + 1;
     *shm_allocate = !agreed[1];
     *shm_tables = !agreed[2];
     /* a process may see a peer as remote that another sees as local (an
      * unresolved proc after a spawn): the segment needs every one local */
     *one_node = !agreed[3];
     *any_failed = agreed[4];   /* a process could not allocate its part */
-    return OMPI_SUCCESS;
+    uint32_t id = agreed[0];
+    for (;;) {
+        if (UINT32_MAX == id) return OMPI_ERR_OUT_OF_RESOURCE;
+        uint32_t claimed = claim_window_id(module, id), all_claimed = claimed;
+        if (!mca_osc_nbe_component.thread_multiple) return claimed ? OMPI_SUCCESS : OMPI_ERROR;
+        ret = allreduce_u32(comm, &claimed, &all_claimed, 1, MPI_MIN);
+        if (OMPI_SUCCESS == ret && all_claimed) return OMPI_SUCCESS;
+        unclaim_window_id(module);
+        uint32_t next = next_window_id();
+        if (OMPI_SUCCESS == ret) ret = allreduce_u32(comm, &next, &id, 1, MPI_MAX);
+        if (OMPI_SUCCESS != ret) return ret;
+    }
 }
 
 size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module)
@@ -164,9 +231,11 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     unsigned long long *out = (unsigned long long *) value;
     *out = 0;
     if (NULL == win || NULL == win->w_osc_module ||
-        win->w_osc_module->osc_free != ompi_osc_nbe_free) {
+        (win->w_osc_module->osc_free != module_template.osc_free &&
+         win->w_osc_module->osc_free != ompi_osc_nbe_locked_template.osc_free)) {
         return OPAL_SUCCESS;
     }
+    ompi_osc_nbe_enter();
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     const nbe_stats_t *st = nbe_engine_stats(module->engine);
     switch ((int) (intptr_t) pvar->ctx) {
@@ -178,6 +247,7 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     case PV_FENCE_IMPLIED: *out = st->fence_grants_implied; break;
     case PV_UNLOCK_NO_WAIT: *out = st->unlocks_no_wait; break;
     }
+    ompi_osc_nbe_leave();
     return OPAL_SUCCESS;
 }
 
@@ -364,9 +434,6 @@ static void subscribe_info(ompi_win_t *win, int flavor)
     }
 }
 
-/* window id -> module, with a one-entry cache in front of the hash table
- * (consecutive frames almost always address the same window) */
-static ompi_osc_nbe_module_t *last_looked_up;
 
 ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid)
 {
@@ -384,11 +451,13 @@ static int component_progress(void)
     int count = 0;
     ompi_osc_nbe_module_t *module;
     opal_list_item_t *item;
+    ompi_osc_nbe_enter();
     OPAL_LIST_FOREACH(item, &mca_osc_nbe_component.module_list, opal_list_item_t) {
         module = (ompi_osc_nbe_module_t *) ((char *) item - offsetof(ompi_osc_nbe_module_t, list_item));
         count += ompi_osc_nbe_progress_module(module);
     }
     if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0)) ompi_osc_nbe_test_report_late();
+    ompi_osc_nbe_leave();
     return count;
 }
 
@@ -396,6 +465,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void) enable_progress_threads;
     mca_osc_nbe_component.thread_multiple = enable_mpi_threads;
+    OBJ_CONSTRUCT(&ompi_osc_nbe_big_lock, opal_mutex_t);
     mca_osc_nbe_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_osc_nbe_component.output, mca_osc_nbe_component.verbose);
     OBJ_CONSTRUCT(&mca_osc_nbe_component.modules, opal_hash_table_t);
@@ -415,6 +485,7 @@ static int component_finalize(void)
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
     OBJ_DESTRUCT(&mca_osc_nbe_component.ops);
+    OBJ_DESTRUCT(&ompi_osc_nbe_big_lock);
     return OMPI_SUCCESS;
 }
 
@@ -431,16 +502,23 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
 {
     (void) win; (void) base; (void) size; (void) disp_unit; (void) info;
     if (!bml_available()) return OMPI_ERR_NOT_AVAILABLE;
-    if (OMPI_SUCCESS != ompi_osc_nbe_am_register()) return OMPI_ERR_NOT_AVAILABLE;
-    if (mca_osc_nbe_component.thread_multiple) {
-        opal_output_verbose(1, mca_osc_nbe_component.output,
-                            "osc/nbe: MPI_THREAD_MULTIPLE is not supported yet; declining");
-        return OMPI_ERR_NOT_AVAILABLE;
-    }
+    ompi_osc_nbe_enter();
+    int rc = ompi_osc_nbe_am_register();
+    ompi_osc_nbe_leave();
+    if (OMPI_SUCCESS != rc) return OMPI_ERR_NOT_AVAILABLE;
     if (MPI_WIN_FLAVOR_SHARED == flavor && ompi_group_have_remote_peers(comm->c_local_group)) {
         return OMPI_ERR_NOT_AVAILABLE;
     }
     return mca_osc_nbe_component.priority;
+}
+
+static int window_barrier(ompi_osc_nbe_module_t *module)
+{
+    int depth = ompi_osc_nbe_suspend();
+    int ret = module->comm->c_coll->coll_barrier(module->comm,
+                                                 module->comm->c_coll->coll_barrier_module);
+    ompi_osc_nbe_resume(depth);
+    return ret;
 }
 
 static void module_release(ompi_osc_nbe_module_t *module)
@@ -454,6 +532,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
     ompi_osc_nbe_free_abandoned(module);
     ompi_osc_nbe_hold_fini(module);
     OBJ_DESTRUCT(&module->list_item);
+    unclaim_window_id(module);
     ompi_osc_nbe_shm_release(module);
     ompi_osc_nbe_cma_fini(module);
     ompi_osc_nbe_group_cache_clear(&module->gc_start);
@@ -472,14 +551,19 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     int ret;
     (void) info;
 
-    if (!bml_available() || mca_osc_nbe_component.thread_multiple) return OMPI_ERR_NOT_SUPPORTED;
+    if (!bml_available()) return OMPI_ERR_NOT_SUPPORTED;
 
+    ompi_osc_nbe_enter();
     ret = ompi_osc_nbe_am_register();
+    ompi_osc_nbe_leave();
     if (OMPI_SUCCESS != ret) return ret;
 
     module = calloc(1, sizeof(*module));
     if (NULL == module) return OMPI_ERR_OUT_OF_RESOURCE;
-    module->super = module_template;
+    /* until this returns only this thread knows the module (its id is
+     * claimed, but frames come only after the barrier below) */
+    module->super = mca_osc_nbe_component.thread_multiple ? ompi_osc_nbe_locked_template
+                                                          : module_template;
     OBJ_CONSTRUCT(&module->outq, opal_list_t);
     ompi_osc_nbe_hold_init(module);
     OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
@@ -556,13 +640,14 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         nbe_engine_set_local_fence(module->engine, 1);
     }
 
-    opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, module->cid, module);
+    ompi_osc_nbe_enter();
     opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);
     mca_osc_nbe_component.nwindows++;
     if (!mca_osc_nbe_component.progress_registered) {
         opal_progress_register(component_progress);
         mca_osc_nbe_component.progress_registered = true;
     }
+    ompi_osc_nbe_leave();
 
     *model = MPI_WIN_UNIFIED;
     win->w_osc_module = &module->super;
@@ -574,7 +659,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     }
 
     /* nobody may send to this window before every process registered it */
-    ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
+    ret = window_barrier(module);
     if (OMPI_SUCCESS != ret) return ret;
 
     opal_output_verbose(10, mca_osc_nbe_component.output,
@@ -600,7 +685,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
     /* Rule 10(b): every epoch completes before the window goes away */
     while ((!failed && !nbe_engine_idle(module->engine)) || !opal_list_is_empty(&module->outq) ||
            module->ring_npend || ompi_osc_nbe_packed_frame_open(module) || module->rdma_in_flight) {
-        opal_progress();
+        ompi_osc_nbe_progress();
         failed = 0 != nbe_engine_failed(module->engine);
     }
     if (!failed) {
@@ -615,13 +700,11 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
         /* locks an epoch the application left open still hold their words */
         ompi_osc_nbe_shm_release_held(module);
     }
-    ret = module->comm->c_coll->coll_barrier(module->comm, module->comm->c_coll->coll_barrier_module);
+    ret = window_barrier(module);
     /* an access a target refused and reported late (in the barrier at the
      * latest: the target waited for our ack before entering it) */
     if (OMPI_SUCCESS == ret && 0 != module->remote_error) ret = module->remote_error;
 
-    opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
-    if (last_looked_up == module) last_looked_up = NULL;
     opal_list_remove_item(&mca_osc_nbe_component.module_list, &module->list_item);
     if (0 == --mca_osc_nbe_component.nwindows && mca_osc_nbe_component.progress_registered) {
         opal_progress_unregister(component_progress);

@@ -56,7 +56,7 @@ const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int 
                                 module->rank, module->cid, peer);
         }
         while (!*(volatile uint8_t *) &g->known) {
-            opal_progress();
+            ompi_osc_nbe_progress();
             if (OPAL_UNLIKELY(nbe_engine_failed(module->engine))) return NULL;
         }
         return g;

@@ -218,7 +218,7 @@ int ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool ex
     uint32_t ticket = nbe_rwlock_ticket(l);
     while (!(exclusive ? nbe_rwlock_try_exclusive(l, ticket, gate)
                        : nbe_rwlock_try_shared(l, ticket, gate))) {
-        opal_progress();   /* keep serving the others while waiting */
+        ompi_osc_nbe_progress();   /* keep serving the others while waiting */
         /* a failure is window-wide (every process is told): nobody takes
          * this window's locks again, so the ticket need not be served */
         int rc = ompi_osc_nbe_failed_rc(module);
@@ -247,7 +247,7 @@ int ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module)
         return OMPI_SUCCESS;
     }
     while (__atomic_load_n(sense, __ATOMIC_ACQUIRE) != mine) {
-        opal_progress();
+        ompi_osc_nbe_progress();
         /* the barrier's count stays off: the failed window is not used again */
         int rc = ompi_osc_nbe_failed_rc(module);
         if (OMPI_SUCCESS != rc) return rc;

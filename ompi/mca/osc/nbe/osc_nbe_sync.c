@@ -15,6 +15,8 @@
 static int request_free(struct ompi_request_t **ompi_req)
 {
     ompi_osc_nbe_request_t *req = (ompi_osc_nbe_request_t *) *ompi_req;
+    /* the lock orders this with the completion (osc_nbe_comm.c) */
+    ompi_osc_nbe_enter();
     if (!REQUEST_COMPLETE(&req->super)) {
         /* released when the operation completes */
         req->user_freed = true;
@@ -22,6 +24,7 @@ static int request_free(struct ompi_request_t **ompi_req)
         OMPI_REQUEST_FINI(&req->super);
         OBJ_RELEASE(req);
     }
+    ompi_osc_nbe_leave();
     *ompi_req = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
 }
@@ -91,12 +94,12 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
      * lock requests and operations of others. NULL: the engine completed
      * the call without a request. */
     if (NULL == req) {
-        opal_progress();
+        ompi_osc_nbe_progress();
         return OMPI_SUCCESS;
     }
     bool done_before = req->complete;
     do {
-        opal_progress();
+        ompi_osc_nbe_progress();
     } while (!req->complete && !nbe_engine_failed(module->engine));
     if (OPAL_UNLIKELY(!req->complete)) {
         /* the engine failed: the request never completes; it stays with
@@ -187,7 +190,7 @@ static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
         /* NULL: the engine completed the call without a request */
         int status = req ? req->status : 0;
         nbe_req_free(req);
-        if (0 == (++quick & 31)) opal_progress();
+        if (0 == (++quick & 31)) ompi_osc_nbe_progress();
         return status ? OMPI_ERROR : OMPI_SUCCESS;
     }
     return ompi_osc_nbe_wait_req(module, req);
@@ -283,7 +286,7 @@ int ompi_osc_nbe_wait(struct ompi_win_t *win)
 int ompi_osc_nbe_test(struct ompi_win_t *win, int *flag)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
-    opal_progress();
+    ompi_osc_nbe_progress();
     int rc = nbe_test_exposure(module->engine, flag);
     return ompi_osc_nbe_err(rc);
 }
@@ -385,7 +388,7 @@ int ompi_osc_nbe_sync(struct ompi_win_t *win)
 {
     (void) win;
     opal_atomic_mb();
-    opal_progress();   /* a process polling its memory with Win_sync must serve others */
+    ompi_osc_nbe_progress();   /* a process polling its memory with Win_sync must serve others */
     return OMPI_SUCCESS;
 }
 
@@ -396,7 +399,7 @@ static int flushed_at_once(void)
 {
     static unsigned fast_flushes;
     opal_atomic_mb();
-    if (0 == (++fast_flushes & 31)) opal_progress();
+    if (0 == (++fast_flushes & 31)) ompi_osc_nbe_progress();
     return OMPI_SUCCESS;
 }
 
@@ -415,7 +418,7 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
         if (NBE_OK == rc) {
             if (nbe_flush_reached(module->engine, target, local, thr)) return flushed_at_once();
             do {
-                opal_progress();
+                ompi_osc_nbe_progress();
                 rc = ompi_osc_nbe_failed_rc(module);
                 if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
             } while (!nbe_flush_reached(module->engine, target, local, thr));
