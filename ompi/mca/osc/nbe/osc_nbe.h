@@ -45,6 +45,7 @@ typedef struct ompi_osc_nbe_component {
     bool     shm_tables;
     bool     am_registered;
     bool     progress_registered;
+    bool     finalized;         /* frames arriving after component finalize are dropped */
     int      test_fail_rank;    /* testing: windows of this rank fail at their 2nd sync */
     char    *test_break_link;   /* testing: "A,B,N[,late]", parsed into the four below */
     int      test_break_a, test_break_b, test_break_after;
@@ -54,6 +55,7 @@ typedef struct ompi_osc_nbe_component {
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
     uint32_t next_window_id;       /* lowest id this process may still use */
     opal_list_t      module_list;
+    opal_list_t      creating;       /* windows agreeing on their id (osc_nbe_winid.c) */
     int      nwindows;
     /* MPI_T counters (component-wide) */
     unsigned long long pv_epochs_deferred;
@@ -84,6 +86,7 @@ typedef struct ompi_osc_nbe_group_cache {
 typedef struct ompi_osc_nbe_module {
     ompi_osc_base_module_t super;
     opal_list_item_t       list_item;
+    opal_list_item_t       creating_item;  /* in the component's creating list */
     ompi_win_t            *win;
     ompi_communicator_t   *comm;       /* the window's communicator, retained (not a dup) */
     uint32_t               cid;        /* window id agreed at creation: BTL frames carry it */
@@ -340,6 +343,20 @@ void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *na
 
 /* the window a frame addresses (NULL: none with that id here) */
 ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid);
+/* A window id every process of the window agrees on (osc_nbe_winid.c): the
+ * largest of the processes' next free ids. Each process hands out
+ * increasing ids, so the id names one live window on every member; frames
+ * carry it. Windows created at the same time by several threads could agree
+ * on one id: if any process is threaded, further allreduces check that
+ * every process could claim it and retry from a higher one if not. The
+ * first allreduce also makes the shared-memory choices unanimous (each is
+ * collective to set up): off if any process has it off or sees a peer off
+ * its node; and a creation that failed on one process (out of memory)
+ * fails on all. */
+int  ompi_osc_nbe_agree_window_id(ompi_osc_nbe_module_t *module, bool failed, bool *any_failed,
+                                  bool *shm_allocate, bool *shm_tables, bool *one_node);
+/* gives the id up (the window is freed, or its creation failed) */
+void ompi_osc_nbe_release_window_id(ompi_osc_nbe_module_t *module);
 /* osc_nbe_test_break_link "late": report the swallowed frames' failure */
 void ompi_osc_nbe_test_report_late(void);
 

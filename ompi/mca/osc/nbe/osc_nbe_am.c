@@ -1000,6 +1000,7 @@ static void am_callback(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                         mca_btl_base_descriptor_t *des, void *cbdata)
 {
     (void) btl; (void) tag; (void) cbdata;
+    if (OPAL_UNLIKELY(mca_osc_nbe_component.finalized)) return;
     ompi_osc_nbe_enter();
     am_frame(des);
     ompi_osc_nbe_leave();

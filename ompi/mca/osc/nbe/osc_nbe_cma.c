@@ -122,17 +122,29 @@ int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
                         "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d) with %d "
                         "transfers left%s", module->rank, module->cid, batch->peer, err, batch->n,
                         fails_for_vader_too(err) ? "; the window fails" : "; they go through vader");
-    /* 0 from ompi_osc_nbe_rdma_now: in place; otherwise vader refused it
-     * or failed the window */
+    /* what is left moves one by one, from a copy: ompi_osc_nbe_rdma_now may
+     * drive progress without the component lock, and another thread may
+     * gather into the batch meanwhile (MPI_THREAD_MULTIPLE) */
     bool moved = !fails_for_vader_too(err);
-    for (int i = 0; moved && i < batch->n; ++i) {
-        moved = 0 == ompi_osc_nbe_rdma_now(module, module->cma_btl, batch->peer,
-                                           batch->local[i].iov_base,
-                                           (uint64_t) (uintptr_t) batch->remote[i].iov_base,
-                                           batch->local[i].iov_len, batch->is_put);
+    int left = batch->n, peer = batch->peer;
+    bool is_put = batch->is_put;
+    struct mca_bml_base_btl_t *btl = module->cma_btl;
+    struct iovec *copy = moved ? malloc(2 * (size_t) left * sizeof(*copy)) : NULL;
+    if (NULL != copy) {
+        memcpy(copy, batch->local, (size_t) left * sizeof(*copy));
+        memcpy(copy + left, batch->remote, (size_t) left * sizeof(*copy));
     }
+    moved = moved && NULL != copy;
     batch->n = 0;
     batch->bytes = 0;
+    /* 0 from ompi_osc_nbe_rdma_now: in place; otherwise vader refused it
+     * or failed the window */
+    for (int i = 0; moved && i < left; ++i) {
+        moved = 0 == ompi_osc_nbe_rdma_now(module, btl, peer, copy[i].iov_base,
+                                           (uint64_t) (uintptr_t) copy[left + i].iov_base,
+                                           copy[i].iov_len, is_put);
+    }
+    free(copy);
     if (moved) return OMPI_SUCCESS;
     /* no operation object is left to retry: the data would be lost */
     if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);

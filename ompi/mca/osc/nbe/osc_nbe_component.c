@@ -20,9 +20,6 @@ opal_mutex_t ompi_osc_nbe_big_lock;
 uintptr_t ompi_osc_nbe_big_lock_owner;
 int ompi_osc_nbe_big_lock_depth;
 
-/* window id -> module, with a one-entry cache in front of the hash table
- * (consecutive frames almost always address the same window) */
-static ompi_osc_nbe_module_t *last_looked_up;
 
 void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, unsigned value, unsigned *storage)
@@ -57,94 +54,6 @@ static int component_finalize(void);
 static int component_query(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
                            struct ompi_communicator_t *comm, struct opal_info_t *info,
                            int flavor);
-/* Takes the window id in this process (under the lock): false if another
- * window has it, which only a window created at the same time by another
- * thread can (ids only grow). The table entry makes the id taken; frames
- * for the window come only after its creation barrier. */
-static bool claim_window_id(ompi_osc_nbe_module_t *module, uint32_t id)
-{
-    void *other = NULL;
-    ompi_osc_nbe_enter();
-    bool free_here = OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_osc_nbe_component.modules,
-                                                                       id, &other);
-    if (free_here) {
-        opal_hash_table_set_value_uint32(&mca_osc_nbe_component.modules, id, module);
-        module->cid = id;
-        module->cid_claimed = true;
-    }
-    if (id >= mca_osc_nbe_component.next_window_id) mca_osc_nbe_component.next_window_id = id + 1;
-    ompi_osc_nbe_leave();
-    return free_here;
-}
-
-static void unclaim_window_id(ompi_osc_nbe_module_t *module)
-{
-    if (!module->cid_claimed) return;
-    ompi_osc_nbe_enter();
-    opal_hash_table_remove_value_uint32(&mca_osc_nbe_component.modules, module->cid);
-    if (last_looked_up == module) last_looked_up = NULL;
-    module->cid_claimed = false;
-    ompi_osc_nbe_leave();
-}
-
-static uint32_t next_window_id(void)
-{
-    ompi_osc_nbe_enter();
-    uint32_t next = mca_osc_nbe_component.next_window_id;
-    ompi_osc_nbe_leave();
-    return next;
-}
-
-static int allreduce_u32(ompi_communicator_t *comm, uint32_t *mine, uint32_t *agreed, int n,
-                         ompi_op_t *op)
-{
-    int depth = ompi_osc_nbe_suspend();
-    int ret = comm->c_coll->coll_allreduce(mine, agreed, n, MPI_UINT32_T, op, comm,
-                                           comm->c_coll->coll_allreduce_module);
-    ompi_osc_nbe_resume(depth);
-    return ret;
-}
-
-/* A window id every process of the window agrees on: the largest of the
- * processes' next free ids. Each process hands out increasing ids, so the id
- * names one live window on every member; frames carry it. Under
- * MPI_THREAD_MULTIPLE windows created at the same time by several threads
- * could agree on one id: then a second allreduce tells whether every
- * process could claim it, and they try again from a higher one if not.
- * The first allreduce also makes the shared-memory choices unanimous (each
- * is collective to set up): off if any process has it off or sees a peer
- * off its node; and a creation that failed on one process (out of memory)
- * fails on all. */
-static int agree_window_id(ompi_osc_nbe_module_t *module, bool failed, bool *any_failed,
-                           bool *shm_allocate, bool *shm_tables, bool *one_node)
-{
-    ompi_communicator_t *comm = module->comm;
-    uint32_t mine[5] = { next_window_id(),
-                         !mca_osc_nbe_component.shm_allocate, !mca_osc_nbe_component.shm_tables,
-                         ompi_group_have_remote_peers(comm->c_local_group), failed };
-    uint32_t agreed[5] = { 0 };
-    int ret = allreduce_u32(comm, mine, agreed, 5, MPI_MAX);
-    if (OMPI_SUCCESS != ret) return ret;
-    *shm_allocate = !agreed[1];
-    *shm_tables = !agreed[2];
-    /* a process may see a peer as remote that another sees as local (an
-     * unresolved proc after a spawn): the segment needs every one local */
-    *one_node = !agreed[3];
-    *any_failed = agreed[4];   /* a process could not allocate its part */
-    uint32_t id = agreed[0];
-    for (;;) {
-        if (UINT32_MAX == id) return OMPI_ERR_OUT_OF_RESOURCE;
-        uint32_t claimed = claim_window_id(module, id), all_claimed = claimed;
-        if (!mca_osc_nbe_component.thread_multiple) return claimed ? OMPI_SUCCESS : OMPI_ERROR;
-        ret = allreduce_u32(comm, &claimed, &all_claimed, 1, MPI_MIN);
-        if (OMPI_SUCCESS == ret && all_claimed) return OMPI_SUCCESS;
-        unclaim_window_id(module);
-        uint32_t next = next_window_id();
-        if (OMPI_SUCCESS == ret) ret = allreduce_u32(comm, &next, &id, 1, MPI_MAX);
-        if (OMPI_SUCCESS != ret) return ret;
-    }
-}
-
 size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module)
 {
     return sizeof(*module) + (module->engine ? nbe_engine_memory(module->engine) : 0) +
@@ -230,12 +139,13 @@ static int pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
     ompi_win_t *win = (ompi_win_t *) obj;
     unsigned long long *out = (unsigned long long *) value;
     *out = 0;
+    ompi_osc_nbe_enter();   /* before the test: MPI_Win_free may run in another thread */
     if (NULL == win || NULL == win->w_osc_module ||
         (win->w_osc_module->osc_free != module_template.osc_free &&
          win->w_osc_module->osc_free != ompi_osc_nbe_locked_template.osc_free)) {
+        ompi_osc_nbe_leave();
         return OPAL_SUCCESS;
     }
-    ompi_osc_nbe_enter();
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     const nbe_stats_t *st = nbe_engine_stats(module->engine);
     switch ((int) (intptr_t) pvar->ctx) {
@@ -435,23 +345,13 @@ static void subscribe_info(ompi_win_t *win, int flavor)
 }
 
 
-ompi_osc_nbe_module_t *ompi_osc_nbe_window_lookup(uint32_t cid)
-{
-    void *mod = NULL;
-    if (NULL != last_looked_up && last_looked_up->cid == cid) return last_looked_up;
-    if (OPAL_SUCCESS != opal_hash_table_get_value_uint32(&mca_osc_nbe_component.modules, cid, &mod)) {
-        return NULL;
-    }
-    last_looked_up = (ompi_osc_nbe_module_t *) mod;
-    return last_looked_up;
-}
 
 static int component_progress(void)
 {
     int count = 0;
     ompi_osc_nbe_module_t *module;
     opal_list_item_t *item;
-    ompi_osc_nbe_enter();
+    if (!ompi_osc_nbe_try_enter()) return 0;
     OPAL_LIST_FOREACH(item, &mca_osc_nbe_component.module_list, opal_list_item_t) {
         module = (ompi_osc_nbe_module_t *) ((char *) item - offsetof(ompi_osc_nbe_module_t, list_item));
         count += ompi_osc_nbe_progress_module(module);
@@ -471,6 +371,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
     OBJ_CONSTRUCT(&mca_osc_nbe_component.modules, opal_hash_table_t);
     opal_hash_table_init(&mca_osc_nbe_component.modules, 16);
     OBJ_CONSTRUCT(&mca_osc_nbe_component.module_list, opal_list_t);
+    OBJ_CONSTRUCT(&mca_osc_nbe_component.creating, opal_list_t);
     return ompi_osc_nbe_ops_init();
 }
 
@@ -481,6 +382,9 @@ static int component_finalize(void)
         mca_osc_nbe_component.progress_registered = false;
     }
     OBJ_DESTRUCT(&mca_osc_nbe_component.module_list);
+    OBJ_DESTRUCT(&mca_osc_nbe_component.creating);
+    /* a frame that still comes in is dropped (osc_nbe_am.c) */
+    mca_osc_nbe_component.finalized = true;
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
@@ -512,6 +416,30 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
     return mca_osc_nbe_component.priority;
 }
 
+/* the component's list of windows, which its progress function serves */
+static void module_link(ompi_osc_nbe_module_t *module)
+{
+    ompi_osc_nbe_enter();
+    opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);
+    mca_osc_nbe_component.nwindows++;
+    if (!mca_osc_nbe_component.progress_registered) {
+        opal_progress_register(component_progress);
+        mca_osc_nbe_component.progress_registered = true;
+    }
+    ompi_osc_nbe_leave();
+}
+
+static void module_unlink(ompi_osc_nbe_module_t *module)
+{
+    ompi_osc_nbe_enter();
+    opal_list_remove_item(&mca_osc_nbe_component.module_list, &module->list_item);
+    if (0 == --mca_osc_nbe_component.nwindows && mca_osc_nbe_component.progress_registered) {
+        opal_progress_unregister(component_progress);
+        mca_osc_nbe_component.progress_registered = false;
+    }
+    ompi_osc_nbe_leave();
+}
+
 static int window_barrier(ompi_osc_nbe_module_t *module)
 {
     int depth = ompi_osc_nbe_suspend();
@@ -532,7 +460,8 @@ static void module_release(ompi_osc_nbe_module_t *module)
     ompi_osc_nbe_free_abandoned(module);
     ompi_osc_nbe_hold_fini(module);
     OBJ_DESTRUCT(&module->list_item);
-    unclaim_window_id(module);
+    OBJ_DESTRUCT(&module->creating_item);
+    ompi_osc_nbe_release_window_id(module);
     ompi_osc_nbe_shm_release(module);
     ompi_osc_nbe_cma_fini(module);
     ompi_osc_nbe_group_cache_clear(&module->gc_start);
@@ -567,6 +496,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     OBJ_CONSTRUCT(&module->outq, opal_list_t);
     ompi_osc_nbe_hold_init(module);
     OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
+    OBJ_CONSTRUCT(&module->creating_item, opal_list_item_t);
     module->win = win;
     module->direct_target = -1;
     module->rdma_now_peer = -1;
@@ -597,7 +527,8 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
     bool failed = NULL == module->engine ||
                   (MPI_WIN_FLAVOR_ALLOCATE == flavor && NULL == module->free_after);
     bool shm_allocate, shm_tables, one_node, any_failed;
-    ret = agree_window_id(module, failed, &any_failed, &shm_allocate, &shm_tables, &one_node);
+    ret = ompi_osc_nbe_agree_window_id(module, failed, &any_failed, &shm_allocate, &shm_tables,
+                                       &one_node);
     if (OMPI_SUCCESS == ret && any_failed) ret = OMPI_ERR_OUT_OF_RESOURCE;
     if (OMPI_SUCCESS != ret) {
         module_release(module);
@@ -640,14 +571,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
         nbe_engine_set_local_fence(module->engine, 1);
     }
 
-    ompi_osc_nbe_enter();
-    opal_list_append(&mca_osc_nbe_component.module_list, &module->list_item);
-    mca_osc_nbe_component.nwindows++;
-    if (!mca_osc_nbe_component.progress_registered) {
-        opal_progress_register(component_progress);
-        mca_osc_nbe_component.progress_registered = true;
-    }
-    ompi_osc_nbe_leave();
+    module_link(module);
 
     *model = MPI_WIN_UNIFIED;
     win->w_osc_module = &module->super;
@@ -660,7 +584,12 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
 
     /* nobody may send to this window before every process registered it */
     ret = window_barrier(module);
-    if (OMPI_SUCCESS != ret) return ret;
+    if (OMPI_SUCCESS != ret) {
+        module_unlink(module);
+        win->w_osc_module = NULL;
+        module_release(module);
+        return ret;
+    }
 
     opal_output_verbose(10, mca_osc_nbe_component.output,
                         "osc/nbe: window %u created (flavor %d, %d processes)", module->cid,
@@ -705,11 +634,7 @@ int ompi_osc_nbe_free(struct ompi_win_t *win)
      * latest: the target waited for our ack before entering it) */
     if (OMPI_SUCCESS == ret && 0 != module->remote_error) ret = module->remote_error;
 
-    opal_list_remove_item(&mca_osc_nbe_component.module_list, &module->list_item);
-    if (0 == --mca_osc_nbe_component.nwindows && mca_osc_nbe_component.progress_registered) {
-        opal_progress_unregister(component_progress);
-        mca_osc_nbe_component.progress_registered = false;
-    }
+    module_unlink(module);
     win->w_osc_module = NULL;
     module_release(module);
     /* on an error Open MPI keeps the handle (ompi_win_free): it must not

@@ -65,6 +65,22 @@ static inline void ompi_osc_nbe_enter(void)
     else ompi_osc_nbe_take(1);
 }
 
+/* the progress function's way in: false if another thread holds the lock
+ * (every thread's progress would otherwise queue up behind a window call,
+ * even threads in MPI_Recv; the next progress call makes up for it) */
+static inline bool ompi_osc_nbe_try_enter(void)
+{
+    if (!opal_using_threads()) return true;
+    if (ompi_osc_nbe_holding()) {
+        ompi_osc_nbe_big_lock_depth++;
+        return true;
+    }
+    if (0 != opal_mutex_trylock(&ompi_osc_nbe_big_lock)) return false;
+    __atomic_store_n(&ompi_osc_nbe_big_lock_owner, ompi_osc_nbe_self(), __ATOMIC_RELAXED);
+    ompi_osc_nbe_big_lock_depth = 1;
+    return true;
+}
+
 static inline void ompi_osc_nbe_leave(void)
 {
     if (!opal_using_threads()) return;
