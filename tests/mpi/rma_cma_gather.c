@@ -15,7 +15,10 @@
  *  5. a fence epoch: gets from the next rank, puts to the previous one.
  * Where vader completes RDMA in the call (CMA), the pvars must show the
  * gathering: osc_nbe_cma_gathered transfers in fewer osc_nbe_cma_calls
- * (required with NBE_EXPECT_GATHER set, reported otherwise).
+ * (required with NBE_EXPECT_GATHER set, reported otherwise). With
+ * NBE_EXPECT_LANES set too (osc_nbe_cma_peers at least np - 1), phase 1's
+ * puts, interleaved over the targets, and its gets take one call per target
+ * each: the window keeps a batch per peer.
  */
 #include "pt2pt_common.h"
 #include "mdq_pvar.h"
@@ -65,6 +68,7 @@ int main(int argc, char **argv)
     }
 
     /* 1. lock_all: puts, flush_all, gets, flush_all */
+    unsigned long long calls_before = have ? mdq_pvar_read(hc) : 0;
     CHECK(MPI_SUCCESS == MPI_Win_lock_all(0, win), "lock_all");
     for (int k = 0; k < K; ++k) {
         for (int t = 0; t < nprocs; ++t) {
@@ -90,6 +94,12 @@ int main(int argc, char **argv)
         }
     }
     CHECK(MPI_SUCCESS == MPI_Win_unlock_all(win), "unlock_all");
+    if (have && NULL != getenv("NBE_EXPECT_LANES")) {
+        unsigned long long calls = mdq_pvar_read(hc) - calls_before;
+        CHECK(calls <= 2 * (unsigned long long) (nprocs - 1),
+              "phase 1 took %llu CMA calls for %d targets (K = %d blocks each way)", calls,
+              nprocs - 1, K);
+    }
 
     /* 2. exclusive epochs per target, values + 1; targets check */
     for (int t = 0; t < nprocs; ++t) {

@@ -74,6 +74,35 @@ START_TEST(fits_one_peer_one_direction)
 }
 END_TEST
 
+/* a lane per peer and direction: the one in use, else an empty one */
+START_TEST(lanes_one_per_peer_and_direction)
+{
+    nbe_cma_batch_t lanes[3];
+    memset(lanes, 0, sizeof(lanes));
+    char x[8];
+    nbe_cma_batch_t *a = nbe_cma_lane(lanes, 3, 5, 1);
+    ck_assert_ptr_eq(a, &lanes[0]);                 /* all empty: the first */
+    ck_assert_int_eq(nbe_cma_init(a, 2), 0);
+    nbe_cma_add(a, 1, 5, 1, x, 0x1000, 8);
+    ck_assert_ptr_eq(nbe_cma_lane(lanes, 3, 5, 1), a);   /* same peer, direction */
+    nbe_cma_batch_t *b = nbe_cma_lane(lanes, 3, 6, 1);
+    ck_assert_ptr_eq(b, &lanes[1]);                 /* another peer: an empty lane */
+    ck_assert_int_eq(nbe_cma_init(b, 2), 0);
+    nbe_cma_add(b, 1, 6, 1, x, 0x2000, 8);
+    nbe_cma_batch_t *c = nbe_cma_lane(lanes, 3, 5, 0);
+    ck_assert_ptr_eq(c, &lanes[2]);                 /* same peer, other direction */
+    ck_assert_int_eq(nbe_cma_init(c, 2), 0);
+    nbe_cma_add(c, 1, 5, 0, x, 0x3000, 8);
+    ck_assert_ptr_null(nbe_cma_lane(lanes, 3, 7, 1));   /* every lane taken */
+    nbe_cma_add(a, 1, 5, 1, x, 0x4000, 8);
+    ck_assert_ptr_eq(nbe_cma_lane(lanes, 3, 5, 1), a);   /* full: still its lane */
+    ck_assert_int_eq(nbe_cma_fits(a, 5, 1), 0);
+    b->n = 0;                                       /* as after a submit */
+    ck_assert_ptr_eq(nbe_cma_lane(lanes, 3, 7, 1), b);
+    for (int i = 0; i < 3; ++i) nbe_cma_fini(&lanes[i]);
+}
+END_TEST
+
 START_TEST(puts_then_gets_in_one_submit_each)
 {
     start_child();
@@ -176,6 +205,7 @@ static Suite *suite(void)
     Suite *s = suite_create("nbe_cma");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, fits_one_peer_one_direction);
+    tcase_add_test(tc, lanes_one_per_peer_and_direction);
     tcase_add_test(tc, puts_then_gets_in_one_submit_each);
     tcase_add_test(tc, failed_call_keeps_everything);
     tcase_add_test(tc, cut_call_keeps_the_rest);

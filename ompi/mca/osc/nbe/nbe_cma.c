@@ -36,6 +36,17 @@ void nbe_cma_fini(nbe_cma_batch_t *b)
     memset(b, 0, sizeof(*b));
 }
 
+nbe_cma_batch_t *nbe_cma_lane(nbe_cma_batch_t *lanes, int nlanes, int peer, int is_put)
+{
+    nbe_cma_batch_t *empty = NULL;
+    for (int i = 0; i < nlanes; ++i) {
+        nbe_cma_batch_t *b = &lanes[i];
+        if (b->n > 0 && b->peer == peer && b->is_put == is_put) return b;
+        if (NULL == empty && 0 == b->n) empty = b;
+    }
+    return empty;
+}
+
 void nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,
                  uint64_t remote, size_t len)
 {

@@ -7,7 +7,10 @@
  * puts or gets of a passive epoch are gathered until the epoch's next
  * synchronization (MPI lets an RMA call complete at its flush or unlock)
  * and then moved together. A batch holds one peer and one direction; the
- * caller submits it before adding a transfer that does not fit.
+ * caller submits it before adding a transfer that does not fit. A window
+ * keeps several batches (lanes), one per peer and direction in use, so that
+ * transfers to several peers in turn (a halo exchange of several fields)
+ * still share calls; nbe_cma_lane() picks the lane.
  *
  * Pure C (Linux system calls), no Open MPI dependency: unit-tested with a
  * forked child as the peer.
@@ -29,6 +32,7 @@ typedef struct nbe_cma_batch {
     size_t        bytes;
     struct iovec *local;    /* cap entries each */
     struct iovec *remote;
+    void         *path;     /* the caller's, for moving the transfers another way */
 } nbe_cma_batch_t;
 
 /* 0, or -1 without memory */
@@ -40,6 +44,11 @@ static inline int nbe_cma_fits(const nbe_cma_batch_t *b, int peer, int is_put)
 {
     return 0 == b->n || (b->peer == peer && b->is_put == is_put && b->n < b->cap);
 }
+
+/* Of nlanes batches: the one gathering for peer in that direction (full or
+ * not), else an empty one (cap 0: not initialized yet, or n 0), else NULL
+ * (every lane is another peer's: the caller submits them all) */
+nbe_cma_batch_t *nbe_cma_lane(nbe_cma_batch_t *lanes, int nlanes, int peer, int is_put);
 
 /* gathers one transfer; only when nbe_cma_fits() said yes */
 void nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,

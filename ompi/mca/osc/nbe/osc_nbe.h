@@ -155,10 +155,10 @@ typedef struct ompi_osc_nbe_module {
     int                    rdma_now_peer;
     int                    rdma_now_put;
     struct mca_bml_base_btl_t *rdma_now_btl;
-    /* RDMA of passive epochs gathered for one CMA call (osc_nbe_cma.c;
-     * allocated on first use) and the vader BTL that takes what it cannot */
+    /* RDMA gathered for CMA calls (osc_nbe_cma.c): cma_lanes batches, one
+     * per peer and direction in use (allocated on first use) */
     struct nbe_cma_batch  *cma;
-    struct mca_bml_base_btl_t *cma_btl;
+    int                    cma_lanes;
     opal_list_t            held;       /* frames that came before their grant (osc_nbe_hold.c) */
     size_t                 held_bytes;
     bool                   releasing;  /* ompi_osc_nbe_hold_release is on the stack */
@@ -411,10 +411,11 @@ int  ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_bt
                            void *local, uint64_t remote, size_t len, bool is_put);
 /* Gathered CMA (osc_nbe_cma.c). ompi_osc_nbe_cma_take: 0 if the transfer
  * (for which ompi_osc_nbe_rdma_now_btl gave b; g: the peer's geometry) joins
- * the window's batch, to move at ompi_osc_nbe_cma_submit, which every
- * synchronization call runs first; 1 if it must go now; an MPI error if
- * moving the batch it had to submit first failed the window. Submit: 0, or
- * the error of the failed window. */
+ * the window's batch for that peer and direction, to move at
+ * ompi_osc_nbe_cma_submit, which every synchronization call runs first; 1 if
+ * it must go now; an MPI error if moving a batch it had to submit first
+ * failed the window. Submit (every batch): 0, or the error of the failed
+ * window. */
 void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c);
 /* whether b's put/get takes that transfer in one call (size limit, alignment) */
 bool ompi_osc_nbe_rdma_fits(const struct mca_bml_base_btl_t *b, const void *local, uint64_t remote,
@@ -423,6 +424,8 @@ int  ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_bt
                            const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                            bool is_put);
 int  ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
+/* heap bytes of the window's batches (bounded by osc_nbe_cma_peers) */
+size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
 /* whether some epoch kind moves len bytes in that direction by RDMA (a
  * test before looking the epoch up) */

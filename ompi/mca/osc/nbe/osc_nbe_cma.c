@@ -10,7 +10,8 @@
  * request (MPI_Rput/MPI_Rget complete at once). MPI lets a put or get
  * complete at its epoch's next flush, unlock, fence or PSCW complete, and
  * forbids touching its buffers before; every synchronization call of the
- * window submits the batch first. Whatever a CMA call could not move goes
+ * window submits the batches first. A window keeps one batch per peer and
+ * direction in use, up to osc_nbe_cma_peers (nbe_cma_lane). Whatever a CMA call could not move goes
  * through vader itself, transfer by transfer, whose errors fail the window
  * as before; errors vader's own call would hit too (a peer gone, no
  * permission, a bad address) fail the window at once. Puts to overlapping locations (which
@@ -30,6 +31,7 @@
 #include "ompi/mca/bml/bml.h"
 
 static unsigned cma_batch;                /* MCA: transfers per call, 0: off */
+static unsigned cma_peers;                /* MCA: lanes (peers and directions) gathered at once */
 static unsigned long long pv_gathered;    /* transfers moved in gathered calls */
 static unsigned long long pv_calls;       /* those calls */
 
@@ -44,6 +46,12 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
         "about 1.5 us besides its copy. Needs the window's tables segment "
         "(osc_nbe_shm_tables). 0 or 1: one vader call per transfer",
         OPAL_INFO_LVL_6, 16, &cma_batch);
+    ompi_osc_nbe_register_uint(c, "cma_peers",
+        "Peers (each direction counts as one) whose gathered CMA transfers a window keeps apart "
+        "at once, so that transfers to several peers in turn (a halo exchange of several fields) "
+        "still share calls; a transfer to one more peer first moves them all. 1: one peer at a "
+        "time (each change of peer or direction moves what was gathered)",
+        OPAL_INFO_LVL_6, 8, &cma_peers);
     ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "
                      "(osc_nbe_cma_batch)", &pv_gathered);
     ompi_osc_nbe_register_counter(c, "cma_calls", "Submissions of gathered CMA transfers (one "
@@ -76,6 +84,13 @@ static bool is_vader(const struct mca_bml_base_btl_t *b)
     return 0 == strcmp(b->btl->btl_component->btl_version.mca_component_name, "vader");
 }
 
+static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch);
+
+static unsigned lanes_of(void)
+{
+    return cma_peers < 1 ? 1 : (cma_peers > 64 ? 64 : cma_peers);
+}
+
 int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b, int peer,
                           const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                           bool is_put)
@@ -84,21 +99,25 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
     /* within vader's limits, so that vader can take it should the call fail
      * (and a transfer above vader's put limit keeps the fragmenting path) */
     if (!ompi_osc_nbe_rdma_fits(b, local, remote, len, is_put)) return 1;
-    nbe_cma_batch_t *batch = module->cma;
-    if (NULL == batch) {
-        batch = malloc(sizeof(*batch));
-        if (NULL == batch || 0 != nbe_cma_init(batch, (int) cma_batch)) {
-            free(batch);
-            return 1;   /* the transfer goes alone; a later one tries again */
-        }
-        module->cma = batch;
+    if (NULL == module->cma) {
+        /* lanes are initialized when first used */
+        module->cma = calloc(lanes_of(), sizeof(nbe_cma_batch_t));
+        if (NULL == module->cma) return 1;   /* the transfer goes alone; a later one tries again */
+        module->cma_lanes = (int) lanes_of();
     }
-    if (!nbe_cma_fits(batch, peer, is_put)) {
+    nbe_cma_batch_t *lane = nbe_cma_lane(module->cma, module->cma_lanes, peer, is_put);
+    if (NULL == lane) {
+        /* one more peer than lanes: move everything, then lane 0 is free */
         int rc = ompi_osc_nbe_cma_submit(module);
         if (OMPI_SUCCESS != rc) return rc;
+        lane = &module->cma[0];
+    } else if (lane->n > 0 && !nbe_cma_fits(lane, peer, is_put)) {
+        int rc = submit_lane(module, lane);   /* full */
+        if (OMPI_SUCCESS != rc) return rc;
     }
-    if (0 == batch->n) module->cma_btl = b;
-    nbe_cma_add(batch, (pid_t) g->pid, peer, is_put, local, remote, len);
+    if (0 == lane->cap && 0 != nbe_cma_init(lane, (int) cma_batch)) return 1;
+    if (0 == lane->n) lane->path = b;
+    nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len);
     return 0;
 }
 
@@ -109,10 +128,9 @@ static bool fails_for_vader_too(int err)
     return ESRCH == err || EPERM == err || EFAULT == err;
 }
 
-int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
+static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch)
 {
-    nbe_cma_batch_t *batch = module->cma;
-    if (NULL == batch || 0 == batch->n) return OMPI_SUCCESS;
+    if (0 == batch->n) return OMPI_SUCCESS;
     int n = batch->n;
     int err = nbe_cma_submit(batch);
     pv_calls++;
@@ -128,7 +146,7 @@ int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
     bool moved = !fails_for_vader_too(err);
     int left = batch->n, peer = batch->peer;
     bool is_put = batch->is_put;
-    struct mca_bml_base_btl_t *btl = module->cma_btl;
+    struct mca_bml_base_btl_t *btl = batch->path;
     struct iovec *copy = moved ? malloc(2 * (size_t) left * sizeof(*copy)) : NULL;
     if (NULL != copy) {
         memcpy(copy, batch->local, (size_t) left * sizeof(*copy));
@@ -151,10 +169,30 @@ int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
     return ompi_osc_nbe_failed_rc(module);
 }
 
+int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
+{
+    int rc = OMPI_SUCCESS;
+    for (int i = 0; NULL != module->cma && i < module->cma_lanes; ++i) {
+        int lane_rc = submit_lane(module, &module->cma[i]);
+        if (OMPI_SUCCESS == rc) rc = lane_rc;
+    }
+    return rc;
+}
+
+size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module)
+{
+    size_t bytes = (size_t) module->cma_lanes * sizeof(nbe_cma_batch_t);
+    for (int i = 0; i < module->cma_lanes; ++i) {
+        bytes += 2 * (size_t) module->cma[i].cap * sizeof(struct iovec);
+    }
+    return bytes;
+}
+
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module)
 {
     if (NULL == module->cma) return;
-    nbe_cma_fini(module->cma);
+    for (int i = 0; i < module->cma_lanes; ++i) nbe_cma_fini(&module->cma[i]);
     free(module->cma);
     module->cma = NULL;
+    module->cma_lanes = 0;
 }

@@ -59,7 +59,8 @@ size_t ompi_osc_nbe_window_memory(ompi_osc_nbe_module_t *module)
     return sizeof(*module) + (module->engine ? nbe_engine_memory(module->engine) : 0) +
            (size_t) module->cap_regions * sizeof(ompi_osc_nbe_region_t) +
            (size_t) module->shm_cap_held * sizeof(int) +
-           opal_list_get_size(&module->outq) * sizeof(nbe_am_hdr_t) + module->held_bytes;
+           opal_list_get_size(&module->outq) * sizeof(nbe_am_hdr_t) + module->held_bytes +
+           ompi_osc_nbe_cma_memory(module);
 }
 
 static int component_select(struct ompi_win_t *win, void **base, size_t size, int disp_unit,
