@@ -66,8 +66,11 @@ START_TEST(fits_one_peer_one_direction)
     ck_assert_int_eq(nbe_cma_fits(&b, 3, 1), 1);
     ck_assert_int_eq(nbe_cma_fits(&b, 4, 1), 0);   /* another peer */
     ck_assert_int_eq(nbe_cma_fits(&b, 3, 0), 0);   /* another direction */
-    nbe_cma_add(&b, 1, 3, 1, x, 0x2000, 8);
+    ck_assert_int_eq(nbe_cma_add(&b, 1, 4, 1, x, 0x2000, 8), -1);   /* refused, not gathered */
+    ck_assert_int_eq(nbe_cma_add(&b, 1, 3, 0, x, 0x2000, 8), -1);
+    ck_assert_int_eq(nbe_cma_add(&b, 1, 3, 1, x, 0x2000, 8), 0);
     ck_assert_int_eq(nbe_cma_fits(&b, 3, 1), 0);   /* full */
+    ck_assert_int_eq(nbe_cma_add(&b, 1, 3, 1, x, 0x3000, 8), -1);   /* no write past cap */
     ck_assert_int_eq(b.n, 2);
     ck_assert_uint_eq(b.bytes, 16);
     nbe_cma_fini(&b);
@@ -99,6 +102,12 @@ START_TEST(lanes_one_per_peer_and_direction)
     ck_assert_int_eq(nbe_cma_fits(a, 5, 1), 0);
     b->n = 0;                                       /* as after a submit */
     ck_assert_ptr_eq(nbe_cma_lane(lanes, 3, 7, 1), b);
+    /* the lane in use wins over an empty one before it */
+    a->n = 0;
+    ck_assert_ptr_eq(nbe_cma_lane(lanes, 3, 5, 0), c);
+    nbe_cma_batch_t empty_lane;
+    memset(&empty_lane, 0, sizeof(empty_lane));
+    ck_assert_int_eq(nbe_cma_add(&empty_lane, 1, 5, 1, x, 0x1000, 8), -1);   /* cap 0 */
     for (int i = 0; i < 3; ++i) nbe_cma_fini(&lanes[i]);
 }
 END_TEST
@@ -120,6 +129,7 @@ START_TEST(puts_then_gets_in_one_submit_each)
         ck_assert_int_eq(nbe_cma_submit(&b), 0);
         ck_assert_int_eq(b.n, 0);
         ck_assert_uint_eq(b.bytes, 0);
+        ck_assert_uint_eq(b.calls, 1);   /* all in one system call */
         for (int k = 0; k < N; ++k) {
             size_t len = SZ - (size_t) k * 16;
             nbe_cma_add(&b, child, 5, 0, back + k * SZ, (uint64_t) (uintptr_t) (remote_mem + k * SZ), len);

@@ -47,9 +47,10 @@ nbe_cma_batch_t *nbe_cma_lane(nbe_cma_batch_t *lanes, int nlanes, int peer, int 
     return empty;
 }
 
-void nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,
-                 uint64_t remote, size_t len)
+int nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,
+                uint64_t remote, size_t len)
 {
+    if (!nbe_cma_fits(b, peer, is_put) || b->n >= b->cap) return -1;
     if (0 == b->n) {
         b->pid = pid;
         b->peer = peer;
@@ -61,6 +62,7 @@ void nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *loca
     b->remote[b->n].iov_len = len;
     b->n++;
     b->bytes += len;
+    return 0;
 }
 
 /* drop `done` bytes from the front of the batch: whole transfers, then the
@@ -96,6 +98,7 @@ int nbe_cma_submit(nbe_cma_batch_t *b)
 #else
         ssize_t r = -1;
 #endif
+        b->calls++;
         if (r < 0) {
             if (EINTR == errno) continue;
             return errno;

@@ -33,6 +33,7 @@ typedef struct nbe_cma_batch {
     struct iovec *local;    /* cap entries each */
     struct iovec *remote;
     void         *path;     /* the caller's, for moving the transfers another way */
+    unsigned long calls;    /* system calls made by nbe_cma_submit, ever */
 } nbe_cma_batch_t;
 
 /* 0, or -1 without memory */
@@ -50,11 +51,13 @@ static inline int nbe_cma_fits(const nbe_cma_batch_t *b, int peer, int is_put)
  * (every lane is another peer's: the caller submits them all) */
 nbe_cma_batch_t *nbe_cma_lane(nbe_cma_batch_t *lanes, int nlanes, int peer, int is_put);
 
-/* gathers one transfer; only when nbe_cma_fits() said yes */
-void nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,
+/* gathers one transfer: 0, or -1 (nothing gathered) when nbe_cma_fits()
+ * says no */
+int  nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *local,
                  uint64_t remote, size_t len);
 
-/* Moves everything gathered. 0: done, the batch is empty. Otherwise the
+/* Moves everything gathered (each system call it makes counts in b->calls:
+ * more than one when the kernel moves part). 0: done, the batch is empty. Otherwise the
  * errno of the call that failed; the batch then holds what was not moved
  * (whole transfers first, a transfer cut by a partial call with its rest),
  * for the caller to move another way. */

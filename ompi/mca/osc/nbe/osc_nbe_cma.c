@@ -11,12 +11,14 @@
  * complete at its epoch's next flush, unlock, fence or PSCW complete, and
  * forbids touching its buffers before; every synchronization call of the
  * window submits the batches first. A window keeps one batch per peer and
- * direction in use, up to osc_nbe_cma_peers (nbe_cma_lane). Whatever a CMA call could not move goes
- * through vader itself, transfer by transfer, whose errors fail the window
- * as before; errors vader's own call would hit too (a peer gone, no
- * permission, a bad address) fail the window at once. Puts to overlapping locations (which
- * MPI makes erroneous within an epoch) may land out of program order, and
- * origin buffers stay in use until the next synchronization, as MPI allows.
+ * direction in use, up to osc_nbe_cma_peers (nbe_cma_lane). Whatever a
+ * CMA call could not move goes through vader itself, transfer by transfer,
+ * whose errors fail the window as before; errors vader's own call would hit
+ * too (a peer gone, no permission, a bad address) fail the window at once. Lanes are moved in
+ * lane order, not program order: puts to overlapping locations, or a put
+ * and a get of the same location (both erroneous within an epoch in MPI),
+ * may land out of program order. Origin buffers stay in use until the next
+ * synchronization, as MPI allows.
  */
 #include "osc_nbe.h"
 #include "nbe_cma.h"
@@ -50,7 +52,7 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
         "Peers (each direction counts as one) whose gathered CMA transfers a window keeps apart "
         "at once, so that transfers to several peers in turn (a halo exchange of several fields) "
         "still share calls; a transfer to one more peer first moves them all. 1: one peer at a "
-        "time (each change of peer or direction moves what was gathered)",
+        "time (each change of peer or direction moves what was gathered); at most 64",
         OPAL_INFO_LVL_6, 8, &cma_peers);
     ompi_osc_nbe_register_counter(c, "cma_gathered", "RDMA puts/gets moved by gathered CMA calls "
                      "(osc_nbe_cma_batch)", &pv_gathered);
@@ -105,20 +107,20 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
         if (NULL == module->cma) return 1;   /* the transfer goes alone; a later one tries again */
         module->cma_lanes = (int) lanes_of();
     }
-    nbe_cma_batch_t *lane = nbe_cma_lane(module->cma, module->cma_lanes, peer, is_put);
-    if (NULL == lane) {
-        /* one more peer than lanes: move everything, then lane 0 is free */
-        int rc = ompi_osc_nbe_cma_submit(module);
-        if (OMPI_SUCCESS != rc) return rc;
-        lane = &module->cma[0];
-    } else if (lane->n > 0 && !nbe_cma_fits(lane, peer, is_put)) {
-        int rc = submit_lane(module, lane);   /* full */
+    /* a submit may let another thread gather (see submit_lane), so the lane
+     * is looked up again after each; after two, the transfer goes alone */
+    nbe_cma_batch_t *lane = NULL;
+    for (int submits = 0;; ++submits) {
+        lane = nbe_cma_lane(module->cma, module->cma_lanes, peer, is_put);
+        if (NULL != lane && nbe_cma_fits(lane, peer, is_put)) break;
+        if (2 == submits) return 1;
+        /* NULL: one more peer than lanes, move them all; else its lane is full */
+        int rc = NULL == lane ? ompi_osc_nbe_cma_submit(module) : submit_lane(module, lane);
         if (OMPI_SUCCESS != rc) return rc;
     }
     if (0 == lane->cap && 0 != nbe_cma_init(lane, (int) cma_batch)) return 1;
     if (0 == lane->n) lane->path = b;
-    nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len);
-    return 0;
+    return 0 == nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len) ? 0 : 1;
 }
 
 /* errors that vader's own CMA call (same pid, same system call) would hit
@@ -132,8 +134,9 @@ static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch)
 {
     if (0 == batch->n) return OMPI_SUCCESS;
     int n = batch->n;
+    unsigned long calls = batch->calls;
     int err = nbe_cma_submit(batch);
-    pv_calls++;
+    pv_calls += batch->calls - calls;
     pv_gathered += (unsigned long long) (n - batch->n);
     if (0 == err) return OMPI_SUCCESS;
     opal_output_verbose(fails_for_vader_too(err) ? 1 : 10, mca_osc_nbe_component.output,
