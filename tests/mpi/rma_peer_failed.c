@@ -8,6 +8,7 @@
  * same way, and MPI_Win_free works everywhere.
  */
 #include "pt2pt_common.h"
+#include "one_node.h"
 
 #define FAILING 1
 
@@ -60,6 +61,10 @@ int main(int argc, char **argv)
     }
     expect_class(MPI_Win_free(&win), MPI_SUCCESS, "free after a failed lock");
 
+    if (!comm_on_one_node(MPI_COMM_WORLD)) {
+        errs += shared_window_refused(MPI_COMM_WORLD);
+        return test_finish();
+    }
     /* shared memory: the fence ends in a barrier in the segment, and a
      * lock is a word in it */
     int *shared;

@@ -412,7 +412,9 @@ static int component_query(struct ompi_win_t *win, void **base, size_t size, int
     ompi_osc_nbe_leave();
     if (OMPI_SUCCESS != rc) return OMPI_ERR_NOT_AVAILABLE;
     if (MPI_WIN_FLAVOR_SHARED == flavor && ompi_group_have_remote_peers(comm->c_local_group)) {
-        return OMPI_ERR_NOT_AVAILABLE;
+        /* no osc can share memory across nodes: the osc base stops at this
+         * code and MPI_Win_allocate_shared raises MPI_ERR_RMA_SHARED */
+        return OMPI_ERR_RMA_SHARED;
     }
     return mca_osc_nbe_component.priority;
 }
