@@ -10,6 +10,7 @@
  *      contrib/ubsan-volatile-bool.c && ./a.out      # hangs with GCC 12
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -18,9 +19,14 @@ typedef struct {
     volatile bool signaling;   /* as ompi_wait_sync_t */
 } sync_like_t;
 
+static atomic_bool entered;    /* the main thread is about to loop */
+
 static void *clear_later(void *arg)
 {
-    usleep(100 * 1000);   /* the main thread is in the loop by now */
+    while (!atomic_load(&entered)) {
+        continue;
+    }
+    usleep(100 * 1000);   /* the main thread has read the flag by now */
     ((sync_like_t *) arg)->signaling = false;
     return NULL;
 }
@@ -30,6 +36,7 @@ int main(void)
     sync_like_t s = { .count = 1, .signaling = true };
     pthread_t t;
     if (0 != pthread_create(&t, NULL, clear_later, &s)) return 2;
+    atomic_store(&entered, true);
     while (s.signaling) {
         continue;
     }
