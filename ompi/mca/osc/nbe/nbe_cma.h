@@ -57,8 +57,8 @@ int  nbe_cma_add(nbe_cma_batch_t *b, pid_t pid, int peer, int is_put, void *loca
                  uint64_t remote, size_t len);
 
 /* Moves everything gathered (each system call it makes counts in b->calls:
- * more than one when the kernel moves part). 0: done, the batch is empty. Otherwise the
- * errno of the call that failed; the batch then holds what was not moved
+ * more than one when the kernel moves part). 0: done, the batch is empty.
+ * Otherwise the errno of the call that failed; the batch then holds what was not moved
  * (whole transfers first, a transfer cut by a partial call with its rest),
  * for the caller to move another way. */
 int  nbe_cma_submit(nbe_cma_batch_t *b);

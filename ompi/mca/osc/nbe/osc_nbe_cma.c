@@ -14,11 +14,11 @@
  * direction in use, up to osc_nbe_cma_peers (nbe_cma_lane). Whatever a
  * CMA call could not move goes through vader itself, transfer by transfer,
  * whose errors fail the window as before; errors vader's own call would hit
- * too (a peer gone, no permission, a bad address) fail the window at once. Lanes are moved in
- * lane order, not program order: puts to overlapping locations, or a put
- * and a get of the same location (both erroneous within an epoch in MPI),
- * may land out of program order. Origin buffers stay in use until the next
- * synchronization, as MPI allows.
+ * too (a peer gone, no permission, a bad address) fail the window at once.
+ * Lanes are moved in lane order, not program order: puts to overlapping
+ * locations, or a put and a get of the same location (both erroneous
+ * within an epoch in MPI), may land out of program order. Origin buffers
+ * stay in use until the next synchronization, as MPI allows.
  */
 #include "osc_nbe.h"
 #include "nbe_cma.h"
