@@ -107,20 +107,20 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
         if (NULL == module->cma) return 1;   /* the transfer goes alone; a later one tries again */
         module->cma_lanes = (int) lanes_of();
     }
-    /* a submit may let another thread gather (see submit_lane), so the lane
-     * is looked up again after each; after two, the transfer goes alone */
-    nbe_cma_batch_t *lane = NULL;
+    /* the lane of this peer and direction, or a free one; when it is full or
+     * none is free, submit and look again (a submit may let another thread
+     * gather meanwhile, see submit_lane); after two, the transfer goes alone */
     for (int submits = 0;; ++submits) {
-        lane = nbe_cma_lane(module->cma, module->cma_lanes, peer, is_put);
-        if (NULL != lane && nbe_cma_fits(lane, peer, is_put)) break;
+        nbe_cma_batch_t *lane = nbe_cma_lane(module->cma, module->cma_lanes, peer, is_put);
+        if (NULL != lane) {
+            if (0 == lane->cap && 0 != nbe_cma_init(lane, (int) cma_batch)) return 1;
+            if (0 == lane->n) lane->path = b;
+            if (0 == nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len)) return 0;
+        }
         if (2 == submits) return 1;
-        /* NULL: one more peer than lanes, move them all; else its lane is full */
         int rc = NULL == lane ? ompi_osc_nbe_cma_submit(module) : submit_lane(module, lane);
         if (OMPI_SUCCESS != rc) return rc;
     }
-    if (0 == lane->cap && 0 != nbe_cma_init(lane, (int) cma_batch)) return 1;
-    if (0 == lane->n) lane->path = b;
-    return 0 == nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len) ? 0 : 1;
 }
 
 /* errors that vader's own CMA call (same pid, same system call) would hit
