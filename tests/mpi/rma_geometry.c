@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "one_node.h"
+
 static int errors;
 
 #define CHECK(cond, ...)                                                  \
@@ -137,11 +139,7 @@ static void test_flavors(MPI_Comm comm)
     exercise(win, mem, comm, "allocate");
     MPI_Win_free(&win);
 
-    MPI_Comm node;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int nsize;
-    MPI_Comm_size(node, &nsize);
-    if (nsize == size) {
+    if (comm_on_one_node(comm)) {
         MPI_Win_allocate_shared(bytes_of(me), disp_of(me), MPI_INFO_NULL, comm, &mem, &win);
         exercise(win, mem, comm, "allocate_shared");
         for (int r = 0; r < size; ++r) {
@@ -159,8 +157,9 @@ static void test_flavors(MPI_Comm comm)
             }
         }
         MPI_Win_free(&win);
+    } else {
+        errors += shared_window_refused(comm);
     }
-    MPI_Comm_free(&node);
 }
 
 static void test_dynamic(MPI_Comm comm)
