@@ -76,9 +76,9 @@ START_TEST(follows_the_faster_protocol_per_class)
     ck_assert_int_eq(mdq_adapt_preferred(&a, 200000), MDQ_ADAPT_RGET);
     ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_COPY), 1700);
     ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_RGET), 4800);
-    /* 640 messages: 2 warm-up copies, then RGET except the probes at
-     * messages 64, 128, ..., 576 */
-    ck_assert_int_eq(copies, 2 + 9);
+    /* 640 messages: 2 warm-up copies, then RGET except the early probes at
+     * messages 8, 16, 32 and the probes at 64, 128, ..., 576 */
+    ck_assert_int_eq(copies, 2 + 3 + 9);
     /* a class never used is untouched */
     ck_assert_uint_eq(mdq_adapt_typical(&a, 1 << 20, MDQ_ADAPT_COPY), UINT64_MAX);
 }
@@ -90,14 +90,55 @@ START_TEST(probes_the_other_protocol_every_interval)
     mdq_adapt_init(&a, 16, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
     /* after warm-up COPY is faster: 4 more RGETs re-time the protocol in
-     * use (messages 4-7), then COPY, except a probe of RGET per 16 */
+     * use (messages 4-7), then COPY, except the early probe of RGET at 8
+     * and one per 16 */
     run(50000, 160, 1000, 3000, &copies, NULL);
-    ck_assert_int_eq(copies, 160 - 4 - 10);
+    ck_assert_int_eq(copies, 160 - 4 - 1 - 10);
     /* probing off: never leaves the preferred protocol once switched */
     mdq_adapt_init(&a, 0, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
     run(50000, 1000, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 1000 - 4);
+}
+END_TEST
+
+/* one message of the class with the given cost per protocol */
+static int one(size_t size, uint64_t copy_ns, uint64_t rget_ns)
+{
+    bool timed = false;
+    int p = mdq_adapt_choose(&a, size, &timed);
+    if (timed) {
+        mdq_adapt_record(&a, size, p, MDQ_ADAPT_COPY == p ? copy_ns : rget_ns);
+    }
+    return p;
+}
+
+START_TEST(cold_first_completions_are_dropped_and_early_probes_settle)
+{
+    int copies;
+    /* as measured on vader at 256 KiB: the first COPY took 464 us, the
+     * first RGET 94 us, then 279 us and 40 us, while copying costs 20 us
+     * from then on */
+    mdq_adapt_init(&a, 128, 1);
+    ck_assert_int_eq(one(262144, 464000, 0), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 0, 94000), MDQ_ADAPT_RGET);
+    ck_assert_int_eq(one(262144, 279000, 0), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 0, 40000), MDQ_ADAPT_RGET);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 262144, MDQ_ADAPT_COPY), 279000);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 262144, MDQ_ADAPT_RGET), 40000);
+    /* messages 4-23: probes at 8 and 16 bring the COPY median to 20 us,
+     * 17-20 re-time RGET, COPY from 21 on; with probes only every 128 the
+     * class would stay on RGET until message 384 */
+    run(262144, 20, 20000, 40000, &copies, NULL);
+    ck_assert_int_eq(copies, 2 + 3);
+    ck_assert_int_eq(mdq_adapt_preferred(&a, 262144), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 20000, 40000), MDQ_ADAPT_COPY);
+    /* each protocol's first completion only: nothing measured yet */
+    mdq_adapt_init(&a, 128, 1);
+    ck_assert_int_eq(one(50000, 1000, 0), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(one(50000, 0, 3000), MDQ_ADAPT_RGET);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), UINT64_MAX);
+    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_RGET), UINT64_MAX);
 }
 END_TEST
 
@@ -195,6 +236,7 @@ int main(void)
     tcase_add_test(tc, warmup_alternates_and_times_everything);
     tcase_add_test(tc, follows_the_faster_protocol_per_class);
     tcase_add_test(tc, probes_the_other_protocol_every_interval);
+    tcase_add_test(tc, cold_first_completions_are_dropped_and_early_probes_settle);
     tcase_add_test(tc, notices_a_change_after_rechecking);
     tcase_add_test(tc, a_burst_of_slow_completions_washes_out);
     tcase_add_test(tc, one_outlier_does_not_flip_the_choice);

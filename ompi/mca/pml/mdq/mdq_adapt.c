@@ -65,6 +65,12 @@ static int class_preferred(const mdq_adapt_class_t *c)
     return copy + copy / 16 < rget ? MDQ_ADAPT_COPY : MDQ_ADAPT_RGET;
 }
 
+/* messages 2*WARMUP, 4*WARMUP, ... (powers of two) below the interval */
+static bool early_probe(const mdq_adapt_t *a, uint64_t n)
+{
+    return n >= 2 * MDQ_ADAPT_WARMUP && n < a->probe_interval && 0 == (n & (n - 1));
+}
+
 int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed)
 {
     mdq_adapt_class_t *c = &a->cls[mdq_adapt_class_of(size)];
@@ -85,7 +91,7 @@ int mdq_adapt_choose(mdq_adapt_t *a, size_t size, bool *timed)
         c->current = (uint32_t) pref;
     }
     c->recheck = 0;
-    if (a->probe_interval > 0 && 0 == n % a->probe_interval) {
+    if (a->probe_interval > 0 && (0 == n % a->probe_interval || early_probe(a, n))) {
         *timed = true;
         return MDQ_ADAPT_COPY == pref ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY;
     }
@@ -99,6 +105,10 @@ void mdq_adapt_record(mdq_adapt_t *a, size_t size, int proto, uint64_t ns)
     mdq_adapt_class_t *c = &a->cls[mdq_adapt_class_of(size)];
     if (proto != MDQ_ADAPT_COPY && proto != MDQ_ADAPT_RGET) {
         return;
+    }
+    if (!c->seen[proto]) {
+        c->seen[proto] = 1;
+        return; /* first-touch costs: see mdq_adapt.h */
     }
     c->window[proto][c->next[proto]] = ns;
     c->next[proto] = (c->next[proto] + 1) % MDQ_ADAPT_WINDOW;
