@@ -1,13 +1,15 @@
 /*
  * pml/mdq COPY/RGET choice above the medium limit (pml_mdq_adaptive_copy).
- * Messages of 40 KB and 100 KB (inside the adaptive range on vader) go
+ * Messages of 40 KB and 100 KB (medium COPY or RGET on vader) and 400 KB
+ * (above pml_mdq_adaptive_copy_max: the pipeline rendezvous or RGET) go
  * through ping-pong, unexpected arrival in reverse order, synchronous sends,
  * probe + matched receive, MPI_ANY_SOURCE, a truncating receive and a
  * non-contiguous receive; every payload is checked. ADAPT_EXPECT (auto,
  * always, off; default: none) names the setting the line runs with, and
  * the protocol counters must agree with it:
  *   auto:   both protocols used and completion times measured;
- *   always: every such message copied, none received with RGET;
+ *   always: every such message copied, none received with RGET, the
+ *           400 KB ones through the pipeline;
  *   off:    none copied.
  */
 #include <stdlib.h>
@@ -15,7 +17,9 @@
 
 #define SMALL 40000
 #define LARGE 100000
+#define HUGE 400000
 #define ROUNDS 150
+#define HUGE_ROUNDS 40
 
 static unsigned char *sbuf, *rbuf;
 
@@ -141,9 +145,9 @@ static void strided_receive(size_t n)
 
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_handle copies, timed, rget;
+    MPI_T_pvar_handle copies, timed, rget, pipe;
     const char *expect = getenv("ADAPT_EXPECT");
-    unsigned long long c0, t0, g0, c, t, g, all_c, all_g;
+    unsigned long long c0, t0, g0, p0, c, t, g, p, all_c, all_g, all_p;
 
     test_init(&argc, &argv);
     if (nprocs < 2) {
@@ -154,25 +158,32 @@ int main(int argc, char **argv)
     mdq_pvar_init();
     if (mdq_pvar_find("pml_mdq_adaptive_copy_messages", &copies)
         || mdq_pvar_find("pml_mdq_adaptive_timed_messages", &timed)
-        || mdq_pvar_find("pml_mdq_rget_messages", &rget)) {
+        || mdq_pvar_find("pml_mdq_rget_messages", &rget)
+        || mdq_pvar_find("pml_mdq_pipeline_messages", &pipe)) {
         return test_finish();
     }
-    sbuf = malloc(LARGE);
-    rbuf = malloc(LARGE);
+    sbuf = malloc(HUGE);
+    rbuf = malloc(HUGE);
     c0 = mdq_pvar_read(copies);
     t0 = mdq_pvar_read(timed);
     g0 = mdq_pvar_read(rget);
+    p0 = mdq_pvar_read(pipe);
 
     if (rank < 2) {
         pingpong(1 - rank, SMALL, ROUNDS);
         pingpong(1 - rank, LARGE, ROUNDS);
+        pingpong(1 - rank, HUGE, HUGE_ROUNDS);
     }
     unexpected(SMALL);
     unexpected(LARGE);
+    unexpected(HUGE);
     sync_probe_anysource(SMALL);
     sync_probe_anysource(LARGE);
+    sync_probe_anysource(HUGE);
     truncate_then_more(LARGE);
+    truncate_then_more(HUGE);
     strided_receive(LARGE);
+    strided_receive(HUGE);
     MPI_Barrier(MPI_COMM_WORLD);
     /* the last acknowledgements may still be on their way */
     for (int i = 0; i < 100; i++) {
@@ -182,26 +193,32 @@ int main(int argc, char **argv)
     c = mdq_pvar_read(copies) - c0;
     t = mdq_pvar_read(timed) - t0;
     g = mdq_pvar_read(rget) - g0;
+    p = mdq_pvar_read(pipe) - p0;
     MPI_Allreduce(&c, &all_c, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&g, &all_g, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&p, &all_p, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("adaptive copies %llu, rget receives %llu (all ranks); rank 0 timed %llu\n", all_c,
-               all_g, t);
+        printf("adaptive copies %llu, rget receives %llu, pipelines %llu (all ranks); "
+               "rank 0 timed %llu\n", all_c, all_g, all_p, t);
     }
     if (0 == all_c && 0 == all_g) {
         /* no BTL here gets (e.g. vader without CMA): neither protocol applies */
         if (0 == rank) printf("no RDMA get between the ranks: protocol checks skipped\n");
     } else if (NULL != expect && 0 == strcmp(expect, "auto")) {
         /* the first 4 messages of each size class alternate, all timed */
-        CHECK(rank > 1 || c >= 4, "auto: %llu messages copied (at least 2 per size class)", c);
-        CHECK(rank > 1 || t >= 8, "auto: %llu completion times measured", t);
-        CHECK(all_g >= 8, "auto: %llu RGET receives", all_g);
+        CHECK(rank > 1 || c >= 6, "auto: %llu messages copied (at least 2 per size class)", c);
+        CHECK(rank > 1 || t >= 12, "auto: %llu completion times measured", t);
+        CHECK(all_g >= 12, "auto: %llu RGET receives", all_g);
+        CHECK(all_p >= 2, "auto: %llu pipelines (2 in the warm-up of 400 KB)", all_p);
     } else if (NULL != expect && 0 == strcmp(expect, "always")) {
-        CHECK(rank > 1 || c >= 2 * ROUNDS, "always: only %llu messages copied", c);
+        CHECK(rank > 1 || c >= 2 * ROUNDS + HUGE_ROUNDS, "always: only %llu messages copied", c);
         CHECK(0 == all_g, "always: %llu RGET receives", all_g);
+        CHECK(all_p >= 2 * HUGE_ROUNDS, "always: only %llu pipelines", all_p);
     } else if (NULL != expect && 0 == strcmp(expect, "off")) {
         CHECK(0 == all_c, "off: %llu messages copied", all_c);
-        CHECK(all_g >= 4 * ROUNDS, "off: only %llu RGET receives", all_g);
+        CHECK(all_g >= 4 * ROUNDS + 2 * HUGE_ROUNDS, "off: only %llu RGET receives", all_g);
+        /* only the two strided receives, which cannot take an RGET */
+        CHECK(2 == all_p, "off: %llu pipelines", all_p);
     }
     free(sbuf);
     free(rbuf);

@@ -79,6 +79,7 @@ typedef struct mca_pml_mdq_module {
     int adaptive_copy;           /* MDQ_ADAPTIVE_* */
     int adaptive_copy_max;       /* largest message that may be copied instead of RGET */
     int adaptive_copy_piece;     /* payload bytes per piece of such a copy */
+    int adaptive_pipeline_max;   /* above adaptive_copy_max: largest message streamed instead (-1: any) */
     int adaptive_probe_interval; /* every Nth message of a class tries the other protocol */
     int adaptive_copy_sample;    /* every Nth copied message is timed */
 
@@ -246,6 +247,7 @@ struct mca_pml_mdq_send_request;
 bool mca_pml_mdq_adapt_copy(struct mca_pml_mdq_send_request *sendreq, mca_bml_base_btl_t *bml_btl,
                             size_t size);
 void mca_pml_mdq_adapt_rget_done(struct mca_pml_mdq_send_request *sendreq);
+void mca_pml_mdq_adapt_pipeline_done(struct mca_pml_mdq_send_request *sendreq);
 void mca_pml_mdq_adapt_answer(ompi_communicator_t *comm, int src, const mdq_hdr_medium_t *mh);
 void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                           mca_btl_base_descriptor_t *des, void *cbdata);

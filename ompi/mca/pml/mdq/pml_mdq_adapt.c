@@ -1,14 +1,18 @@
 /*
  * pml/mdq glue of the measured COPY/RGET choice (mdq_adapt.h) for
- * contiguous messages between the medium limit and pml_mdq_adaptive_copy_max
- * sent to a peer that RGET can reach.
+ * contiguous messages above the medium limit (up to
+ * pml_mdq_adaptive_pipeline_max) sent to a peer that RGET can reach.
  *
  * COPY sends the message as a medium message in pieces of
- * pml_mdq_adaptive_copy_piece bytes. Timing: the sender stores a timing
- * word (table index + 1 in the top byte, its CLOCK_MONOTONIC nanoseconds in
- * the other 56 bits) in the request (RGET: read back when the ACK comes) or
- * in the medium header (COPY: the receiver echoes it in a TIMED header when
- * the message is in place, so no request has to outlive its completion).
+ * pml_mdq_adaptive_copy_piece bytes up to pml_mdq_adaptive_copy_max, and
+ * above it as a rendezvous whose RTS asks for the pipeline (no receiver
+ * memory is spent on a large message that arrives unexpected). Timing: the
+ * sender stores a timing word (table index + 1 in the top byte, its
+ * CLOCK_MONOTONIC nanoseconds in the other 56 bits) in the request (RGET:
+ * read back when the ACK comes; pipeline: when the last fragment has been
+ * taken in, which completes the request) or in the medium header (medium
+ * COPY: the receiver echoes it in a TIMED header when the message is in
+ * place, so no request has to outlive its completion).
  * One table per BTL module that carries the first fragment: copying and
  * getting costs differ per transport.
  */
@@ -99,8 +103,14 @@ bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_bt
 
     sendreq->timing = 0;
     if (MDQ_ADAPTIVE_OFF == mca_pml_mdq.adaptive_copy || 0 == mca_pml_mdq.medium_limit
-        || mca_pml_mdq.adaptive_copy_piece <= 0 || mca_pml_mdq.adaptive_copy_max <= 0
-        || size > (size_t) mca_pml_mdq.adaptive_copy_max) {
+        || mca_pml_mdq.adaptive_copy_piece <= 0 || mca_pml_mdq.adaptive_copy_max <= 0) {
+        return false;
+    }
+    /* above adaptive_copy_max the copying alternative is the pipeline */
+    if (size > (size_t) mca_pml_mdq.adaptive_copy_max
+        && (0 == mca_pml_mdq.adaptive_pipeline_max
+            || (mca_pml_mdq.adaptive_pipeline_max > 0
+                && size > (size_t) mca_pml_mdq.adaptive_pipeline_max))) {
         return false;
     }
     /* only where the alternative is an RGET over the same BTL (mdq_send_rts),
@@ -128,6 +138,14 @@ void mca_pml_mdq_adapt_rget_done(mca_pml_mdq_send_request_t *sendreq)
 {
     if (0 != sendreq->timing) {
         mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, MDQ_ADAPT_RGET);
+        sendreq->timing = 0;
+    }
+}
+
+void mca_pml_mdq_adapt_pipeline_done(mca_pml_mdq_send_request_t *sendreq)
+{
+    if (0 != sendreq->timing) {
+        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, MDQ_ADAPT_COPY);
         sendreq->timing = 0;
     }
 }

@@ -258,19 +258,28 @@ static int mca_pml_mdq_component_register(void)
 
     mca_pml_mdq.adaptive_copy = MDQ_ADAPTIVE_AUTO;
     mdq_register_enum("adaptive_copy",
-                      "Contiguous messages above the medium limit and up to "
-                      "pml_mdq_adaptive_copy_max, to a peer reachable by RDMA get: auto measures, "
-                      "per BTL and size class (powers of two), how long copying the message "
-                      "through BTL buffers in pieces (COPY) and the RDMA-get rendezvous (RGET) "
-                      "take from send to the receiver's acknowledgement, and uses the faster one "
-                      "(where the two processes share a cache, copying wins up to hundreds of "
-                      "KiB; elsewhere the single copy of a get wins from a few tens of KiB); "
+                      "Contiguous messages above the medium limit, to a peer reachable by RDMA "
+                      "get: auto measures, per BTL and size class (powers of two), how long "
+                      "copying takes (COPY: up to pml_mdq_adaptive_copy_max the message goes "
+                      "through BTL buffers in pieces without handshake, above it as a rendezvous "
+                      "streamed in fragments, up to pml_mdq_adaptive_pipeline_max) and how long "
+                      "the RDMA-get rendezvous (RGET) takes, from send to the receiver's "
+                      "acknowledgement, and uses the faster one (where the two processes share a "
+                      "cache, or a get pins pages slowly, copying wins even at MiB sizes; "
+                      "elsewhere the single copy of a get wins from a few tens of KiB); "
                       "off always uses the rendezvous; always always copies",
                       "pml_mdq_adaptive_copy", mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
     mca_pml_mdq.adaptive_copy_max = 262144;
     mdq_register_int("adaptive_copy_max",
                      "Largest message (bytes) that pml_mdq_adaptive_copy may copy instead of "
                      "getting it with RDMA", OPAL_INFO_LVL_5, &mca_pml_mdq.adaptive_copy_max);
+    mca_pml_mdq.adaptive_pipeline_max = -1;
+    mdq_register_int("adaptive_pipeline_max",
+                     "Above pml_mdq_adaptive_copy_max, pml_mdq_adaptive_copy chooses between RGET "
+                     "and the rendezvous pipeline (the RTS asks the receiver for fragments, which "
+                     "it copies out while the sender copies the next ones in) up to this size "
+                     "(bytes; -1: any size; 0: always RGET above pml_mdq_adaptive_copy_max)",
+                     OPAL_INFO_LVL_5, &mca_pml_mdq.adaptive_pipeline_max);
     mca_pml_mdq.adaptive_copy_piece = 16384;
     mdq_register_int("adaptive_copy_piece",
                      "Payload bytes per piece of a message copied by pml_mdq_adaptive_copy (at "

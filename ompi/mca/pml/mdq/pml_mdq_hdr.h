@@ -29,6 +29,7 @@
 #define MDQ_HDR_F_GET    0x1 /* RTS carries a registered source address for btl_get */
 #define MDQ_HDR_F_CONTIG 0x2 /* sender data is contiguous: RPUT possible */
 #define MDQ_HDR_F_SYNC   0x4 /* medium: synchronous send, the receiver acks on match */
+#define MDQ_HDR_F_PIPE   0x8 /* RTS: the sender chose to stream (pml_mdq_adapt.c): no RDMA */
 
 /* largest registration handle carried inline in RTS/CTS */
 #define MDQ_MAX_HANDLE 64

@@ -376,6 +376,10 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     if (OPAL_UNLIKELY(NULL == req->ep)) {
         mca_pml_mdq_fatal(OMPI_ERR_UNREACH, "no endpoint to the sender of a rendezvous message");
     }
+    if (rts->m.flags & MDQ_HDR_F_PIPE) {
+        mdq_recv_request_pipeline(req); /* the sender measured streaming to be faster */
+        return;
+    }
     if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
         && (MDQ_RNDV_AUTO == proto || MDQ_RNDV_RGET == proto) && rts->hlen <= MDQ_MAX_HANDLE) {
         mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&req->ep->btl_rdma, msg->btl);

@@ -41,6 +41,7 @@ typedef struct mca_pml_mdq_send_request {
     uint16_t seq;
     uint8_t protocol;               /* MDQ_TAG_EAGER, MDQ_TAG_EAGER_SYNC or MDQ_TAG_RTS */
     bool contig;
+    bool pipe;                      /* RTS asks for the pipeline: timed as COPY (pml_mdq_adapt.c) */
     uint64_t rreq;                  /* receiver request (pipeline / RPUT) */
     uint64_t remote_addr;           /* RPUT destination */
     size_t length;                  /* bytes to deliver (receiver may accept fewer) */

@@ -56,6 +56,10 @@ static void mdq_send_request_pml_complete(mca_pml_mdq_send_request_t *sendreq)
 {
     bool buffered = MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode;
 
+    if (sendreq->pipe) {
+        mca_pml_mdq_adapt_pipeline_done(sendreq); /* every fragment was taken in */
+    }
+
     if (NULL != sendreq->local_handle) {
         mca_bml_base_deregister_mem(sendreq->rdma_btl, sendreq->local_handle);
         sendreq->local_handle = NULL;
@@ -221,7 +225,9 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
         hdr.r.m.flags |= MDQ_HDR_F_CONTIG;
     }
 
-    if (NULL != rdma) {
+    if (sendreq->pipe) {
+        hdr.r.m.flags |= MDQ_HDR_F_PIPE;
+    } else if (NULL != rdma) {
         void *base = NULL;
         size_t hlen = 0;
         opal_convertor_get_current_pointer(conv, &base);
@@ -583,6 +589,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     sendreq->pending_op = MDQ_PENDING_START;
     sendreq->piece = 0;
     sendreq->timing = 0;
+    sendreq->pipe = false;
 
     bml_btl = mca_bml_base_btl_array_get_index(&sendreq->ep->btl_eager, 0);
     hsize = sync ? sizeof(mdq_hdr_sync_t) : sizeof(mdq_hdr_match_t);
@@ -598,12 +605,19 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
         sendreq->piece = (size_t) mca_pml_mdq.medium_piece;
         OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
     } else if (mca_pml_mdq_adapt_copy(sendreq, bml_btl, size)) {
-        /* a medium message in pieces, chosen over RGET (pml_mdq_adapt.c) */
-        sendreq->protocol = MDQ_TAG_MEDIUM;
-        sendreq->pending_op = MDQ_PENDING_FRAGS;
-        sendreq->events = sync ? 2 : 1;
-        sendreq->piece = (size_t) mca_pml_mdq.adaptive_copy_piece;
-        OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
+        if (size > (size_t) mca_pml_mdq.adaptive_copy_max) {
+            /* a rendezvous streamed in fragments, chosen over RGET */
+            sendreq->protocol = MDQ_TAG_RTS;
+            sendreq->pipe = true;
+            sendreq->events = 2; /* scheduling token + CTS */
+        } else {
+            /* a medium message in pieces, chosen over RGET */
+            sendreq->protocol = MDQ_TAG_MEDIUM;
+            sendreq->pending_op = MDQ_PENDING_FRAGS;
+            sendreq->events = sync ? 2 : 1;
+            sendreq->piece = (size_t) mca_pml_mdq.adaptive_copy_piece;
+            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.medium, 1);
+        }
         OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.adaptive_copy, 1);
     } else {
         sendreq->protocol = MDQ_TAG_RTS;
@@ -642,7 +656,9 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     (void) tag;
     (void) cbdata;
 
-    sendreq->timing = 0; /* not an RGET: nothing to learn */
+    if (!sendreq->pipe) {
+        sendreq->timing = 0; /* the receiver turned an RGET down: nothing to learn */
+    }
     /* the receiver does not need the RGET registration */
     if (NULL != sendreq->local_handle) {
         mca_bml_base_deregister_mem(sendreq->rdma_btl, sendreq->local_handle);
