@@ -22,6 +22,7 @@
 #include "nbe_ring.h"
 #include "nbe_rwlock.h"
 #include "osc_nbe_lock.h"
+#include "ompi_scale_copy.h"
 
 BEGIN_C_DECLS
 
@@ -43,6 +44,7 @@ typedef struct ompi_osc_nbe_component {
     bool     unlock_no_wait;
     bool     shm_allocate;
     bool     shm_tables;
+    int      copy_guard;        /* OMPI_SCALE_COPY_GUARD_*: ompi_scale_copy's mode */
     bool     am_registered;
     bool     progress_registered;
     bool     finalized;         /* frames arriving after component finalize are dropped */

@@ -201,7 +201,7 @@ static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *
     nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len,
                          .kind = NBE_SUB_PUT };
     memcpy(agg.buf + agg.len, &sub, sizeof(sub));
-    memcpy(agg.buf + agg.len + sizeof(sub), data, frag->len);
+    ompi_scale_copy(agg.buf + agg.len + sizeof(sub), data, frag->len);
     ((nbe_am_hdr_t *) agg.buf)->flags |= frag->flags;
     agg.len += need;
     agg.n++;
@@ -318,7 +318,7 @@ static int btl_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     if (NULL == des) return OMPI_ERR_OUT_OF_RESOURCE;
     char *p = des->des_segments[0].seg_addr.pval;
     memcpy(p, hdr, hdrlen);
-    if (paylen) memcpy(p + hdrlen, payload, paylen);
+    if (paylen) ompi_scale_copy(p + hdrlen, payload, paylen);
     des->des_segments[0].seg_len = hdrlen + paylen;
     des->des_cbfunc = send_done;
     des->des_cbdata = send_token(module);
@@ -465,7 +465,7 @@ int ompi_osc_nbe_send_frame(ompi_osc_nbe_module_t *module, int peer, const nbe_a
     q->op = NULL;
     q->len = sizeof(*hdr) + paylen;
     memcpy(q->data, hdr, sizeof(*hdr));
-    if (paylen) memcpy(q->data + sizeof(*hdr), payload, paylen);
+    if (paylen) ompi_scale_copy(q->data + sizeof(*hdr), payload, paylen);
     opal_list_append(&module->outq, &q->super);
     return OMPI_SUCCESS;
 }
@@ -1047,7 +1047,7 @@ static void am_frame(const mca_btl_base_descriptor_t *des)
         }
         size_t off = 0;
         for (size_t i = 0; i < des->des_segment_count; ++i) {
-            memcpy(buf + off, segs[i].seg_addr.pval, segs[i].seg_len);
+            ompi_scale_copy(buf + off, segs[i].seg_addr.pval, segs[i].seg_len);
             off += segs[i].seg_len;
         }
     }

@@ -215,7 +215,7 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     int count = (int) (len / (size_t) ext);
     if (&ompi_mpi_op_no_op.op == op) return;
     if (&ompi_mpi_op_replace.op == op) {
-        memcpy(dst, src, len);
+        ompi_scale_copy(dst, src, len);
         return;
     }
     ompi_op_reduce(op, (void *) src, dst, count, dt);
@@ -361,7 +361,7 @@ static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec
             send_refusal(t->module, t->src, sub->addr, sub->len, NULL, OMPI_ERR_RMA_RANGE);
         }
     } else {
-        memcpy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
+        ompi_scale_copy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
     }
     nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
 }
@@ -401,7 +401,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
                 op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(hdr->op_idx);
             }
         } else {
-            memcpy(op->result + hdr->offset, payload, paylen);
+            ompi_scale_copy(op->result + hdr->offset, payload, paylen);
         }
         op->reply_left -= got;
         if (0 == op->reply_left && op->next_frag == op->nplan) ompi_osc_nbe_op_local_complete(op);
@@ -458,7 +458,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
 
     switch (hdr->type) {
     case NBE_AM_PUT:
-        memcpy(addr, payload, paylen);
+        ompi_scale_copy(addr, payload, paylen);
         break;
     case NBE_AM_GET:
     case NBE_AM_GACC: {
@@ -474,7 +474,7 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
                 send_refusal(module, hdr->src, hdr->addr, hdr->len, &rep, MPI_ERR_NO_MEM);
                 return;
             }
-            memcpy(copy, addr, hdr->len);
+            ompi_scale_copy(copy, addr, hdr->len);
             old = copy;
             apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
         }
@@ -718,6 +718,19 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
     return OMPI_SUCCESS;
 }
 
+/* contiguous data of the same size on both sides: one copy, as in
+ * try_direct (the datatype engine's memcpy would pay rep movsb's
+ * short-distance penalty); false: not taken */
+static bool copy_contig(void *dst, int dcount, ompi_datatype_t *ddt, const void *src, int scount,
+                        ompi_datatype_t *sdt)
+{
+    if (!dt_contig(sdt, scount) || !dt_contig(ddt, dcount)) return false;
+    size_t len = dt_bytes(sdt, scount);
+    if (len != dt_bytes(ddt, dcount)) return false;
+    ompi_scale_copy((char *) dst + ddt->super.true_lb, (const char *) src + sdt->super.true_lb, len);
+    return true;
+}
+
 /* operations to self, or to a peer whose memory is mapped here (shared
  * memory windows): applied in place, no messages */
 static void apply_local(ompi_osc_nbe_op_t *op, void *target)
@@ -726,10 +739,18 @@ static void apply_local(ompi_osc_nbe_op_t *op, void *target)
     if (lock) ompi_osc_nbe_shm_acc_lock(op->module);
     switch (op->type) {
     case NBE_OP_PUT:
+        if (copy_contig(target, op->target_count, op->target_dt, op->origin_addr, op->origin_count,
+                        op->origin_dt)) {
+            break;
+        }
         ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, target,
                              op->target_count, op->target_dt);
         break;
     case NBE_OP_GET:
+        if (copy_contig(op->result_addr, op->origin_count, op->origin_dt, target, op->target_count,
+                        op->target_dt)) {
+            break;
+        }
         ompi_datatype_sndrcv(target, op->target_count, op->target_dt, op->result_addr,
                              op->origin_count, op->origin_dt);
         break;
@@ -1052,8 +1073,8 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
     }
     char *local = (char *) origin + origin_dt->super.true_lb;
     char *remote = (char *) (uintptr_t) addr + target_dt->super.true_lb;
-    if (is_put) memcpy(remote, local, len);
-    else memcpy(local, remote, len);
+    if (is_put) ompi_scale_copy(remote, local, len);
+    else ompi_scale_copy(local, remote, len);
     opal_atomic_wmb();
     module->bytes += len;
     return OMPI_SUCCESS;

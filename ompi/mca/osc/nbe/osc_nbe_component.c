@@ -172,6 +172,13 @@ static void register_pvar(const char *name, const char *desc, int var_class, int
                                             pvar_read, NULL, NULL, (void *) (intptr_t) which);
 }
 
+static const mca_base_var_enum_value_t copy_guard_values[] = {
+    { OMPI_SCALE_COPY_GUARD_AUTO, "auto" },
+    { OMPI_SCALE_COPY_GUARD_ON, "on" },
+    { OMPI_SCALE_COPY_GUARD_OFF, "off" },
+    { 0, NULL },
+};
+
 static int component_register(void)
 {
     int rc = ompi_scale_check_ompi_version("osc", "nbe");
@@ -287,6 +294,22 @@ static int component_register(void)
         "geometry without asking it. RMA itself still goes through the BTL",
         OPAL_INFO_LVL_5, true, &mca_osc_nbe_component.shm_tables);
 
+    /* glibc memcpy's rep movsb is ~25x slower on AMD FSRM CPUs at a short
+     * distance (8 KiB: 4.3 instead of 0.16 us on the test EPYC) */
+    mca_base_var_enum_t *guard_enum = NULL;
+    mca_osc_nbe_component.copy_guard = OMPI_SCALE_COPY_GUARD_AUTO;
+    (void) mca_base_var_enum_create("osc_nbe_copy_guard", copy_guard_values, &guard_enum);
+    (void) mca_base_component_var_register(c, "copy_guard",
+        "Copies of RMA data (shared-memory and self put/get, payloads into and out of BTL "
+        "fragments, replies) of more than 2048 bytes whose destination is 1..63 bytes past the "
+        "source modulo 4 KiB avoid glibc memcpy, whose rep movsb is up to ~25x slower there on "
+        "AMD CPUs with FSRM (4K aliasing), and use a loop of vector loads and stores instead. "
+        "auto: measured once per process, when the first such copy happens (~0.1 ms); on: "
+        "always avoid memcpy at such distances; off: always memcpy",
+        MCA_BASE_VAR_TYPE_INT, guard_enum, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &mca_osc_nbe_component.copy_guard);
+    if (NULL != guard_enum) OBJ_RELEASE(guard_enum);
+
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",
         "BTL active-message tag used by osc/nbe (must be free: 0x60-0x7f is the osc range)",
@@ -366,6 +389,7 @@ static int component_init(bool enable_progress_threads, bool enable_mpi_threads)
 {
     (void) enable_progress_threads;
     mca_osc_nbe_component.thread_multiple = enable_mpi_threads;
+    ompi_scale_copy_set_mode(mca_osc_nbe_component.copy_guard);
     OBJ_CONSTRUCT(&ompi_osc_nbe_big_lock, opal_mutex_t);
     mca_osc_nbe_component.output = opal_output_open(NULL);
     opal_output_set_verbosity(mca_osc_nbe_component.output, mca_osc_nbe_component.verbose);

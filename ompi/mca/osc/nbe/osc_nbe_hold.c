@@ -103,7 +103,7 @@ static void keep_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec,
 {
     held_frame_t *h = ctx;
     (void) sub;
-    memcpy(h->payload + h->paylen, rec, reclen);
+    ompi_scale_copy(h->payload + h->paylen, rec, reclen);
     h->paylen += reclen;
 }
 
@@ -125,7 +125,7 @@ static void hold_puts(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
     h->hdr = *hdr;
     h->paylen = 0;
     if (NBE_AM_PUT_MULTI != hdr->type) {
-        memcpy(h->payload, payload, paylen);
+        ompi_scale_copy(h->payload, payload, paylen);
         h->paylen = paylen;
     } else {
         (void) ompi_osc_nbe_multi_each(module, payload, paylen, keep_put_record, h);
