@@ -175,7 +175,7 @@ mca_pml_mdq_frag_t *mca_pml_mdq_frag_copy(const mca_pml_mdq_msg_t *msg, size_t h
     memcpy(frag->hdr.raw, msg->hdr, hdr_size);
     dst = frag->data;
     for (uint32_t i = 0; i < msg->iov_count; ++i) {
-        memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
+        ompi_scale_copy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
         dst += msg->iov[i].iov_len;
     }
     frag->item.rank = msg->hdr->src;
@@ -684,4 +684,25 @@ int mca_pml_mdq_ft_event(int state)
 {
     (void) state;
     return OMPI_SUCCESS;
+}
+
+/* A single-copy RDMA that a CPU performs (vader/sm: CMA, XPMEM or KNEM)
+ * copies like memcpy and pays the same short-distance penalty
+ * (ompi_scale_copy.h): 1 MiB took 630-810 us instead of 130-150 us here
+ * with the receive buffer 16 bytes past the send buffer. Network BTLs
+ * move the data by DMA. */
+bool mca_pml_mdq_rdma_copy_slow(const mca_btl_base_module_t *btl, uint64_t dst, uint64_t src,
+                                size_t len)
+{
+    const char *name;
+
+    if (OPAL_LIKELY(!ompi_scale_copy_short_distance((const void *) (uintptr_t) dst,
+                                                     (const void *) (uintptr_t) src, len))) {
+        return false;
+    }
+    name = btl->btl_component->btl_version.mca_component_name;
+    if (0 != strcmp(name, "vader") && 0 != strcmp(name, "sm")) {
+        return false;
+    }
+    return ompi_scale_copy_kernel_slow() || ompi_scale_copy_user_slow();
 }

@@ -18,6 +18,8 @@
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/pml/base/base.h"
 #include "ompi/mca/pml/pml.h"
+
+#include "ompi_scale_copy.h"
 #include "ompi/proc/proc.h"
 #include "ompi/request/request.h"
 
@@ -56,6 +58,7 @@ typedef struct mca_pml_mdq_counters {
     unsigned long long held_nocomm;/* fragments held for a not yet created communicator */
     unsigned long long adaptive_copy;  /* sent: messages above the medium limit copied in pieces */
     unsigned long long adaptive_timed; /* sent: completion times fed to the COPY/RGET choice */
+    unsigned long long rdma_rerouted;  /* received: streamed instead of a slow single-copy RDMA */
 } mca_pml_mdq_counters_t;
 
 typedef struct mca_pml_mdq_module {
@@ -82,6 +85,7 @@ typedef struct mca_pml_mdq_module {
     int adaptive_pipeline_max;   /* above adaptive_copy_max: largest message streamed instead (-1: any) */
     int adaptive_probe_interval; /* every Nth message of a class tries the other protocol */
     int adaptive_copy_sample;    /* every Nth copied message is timed */
+    int copy_guard;              /* OMPI_SCALE_COPY_GUARD_* (ompi_scale_copy.h) */
 
     int output;
     bool enabled;
@@ -248,6 +252,11 @@ bool mca_pml_mdq_adapt_copy(struct mca_pml_mdq_send_request *sendreq, mca_bml_ba
                             size_t size);
 void mca_pml_mdq_adapt_rget_done(struct mca_pml_mdq_send_request *sendreq);
 void mca_pml_mdq_adapt_pipeline_done(struct mca_pml_mdq_send_request *sendreq);
+
+/* would a single-copy RDMA from src to dst over btl run at a slow copy
+ * distance (ompi_scale_copy.h)? */
+bool mca_pml_mdq_rdma_copy_slow(const mca_btl_base_module_t *btl, uint64_t dst, uint64_t src,
+                                size_t len);
 void mca_pml_mdq_adapt_answer(ompi_communicator_t *comm, int src, const mdq_hdr_medium_t *mh);
 void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                           mca_btl_base_descriptor_t *des, void *cbdata);

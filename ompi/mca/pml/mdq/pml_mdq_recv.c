@@ -146,8 +146,8 @@ static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec 
     }
     room = req->length - offset_in_msg;
     if (req->contig && 1 == count) {
-        memcpy(req->base + offset_in_msg, src[0].iov_base,
-               src[0].iov_len < room ? src[0].iov_len : room);
+        ompi_scale_copy(req->base + offset_in_msg, src[0].iov_base,
+                        src[0].iov_len < room ? src[0].iov_len : room);
         return;
     }
     for (uint32_t i = 0; i < count && room > 0; ++i) {
@@ -166,7 +166,7 @@ static void mdq_recv_unpack(mca_pml_mdq_recv_request_t *req, const struct iovec 
     if (req->contig) {
         size_t off = offset_in_msg;
         for (uint32_t i = 0; i < n; ++i) {
-            memcpy(req->base + off, iov[i].iov_base, iov[i].iov_len);
+            ompi_scale_copy(req->base + off, iov[i].iov_base, iov[i].iov_len);
             off += iov[i].iov_len;
         }
         return;
@@ -383,6 +383,13 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
         && (MDQ_RNDV_AUTO == proto || MDQ_RNDV_RGET == proto) && rts->hlen <= MDQ_MAX_HANDLE) {
         mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&req->ep->btl_rdma, msg->btl);
+        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)
+            && mca_pml_mdq_rdma_copy_slow(rdma->btl, mdq_ptr_to_u64(req->base), rts->addr,
+                                          req->length)) {
+            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted, 1);
+            mdq_recv_request_pipeline(req); /* fragments copied at safe distances */
+            return;
+        }
         if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
             req->rdma_btl = rdma;
             req->remote_addr = rts->addr;
@@ -627,7 +634,7 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     }
     mdq_recv_take_message(req, hdr, des->des_segments[0].seg_len - sizeof(*hdr));
     if (OPAL_LIKELY(req->length > 0)) {
-        memcpy(req->base, (const char *) (hdr + 1), req->length);
+        ompi_scale_copy(req->base, (const char *) (hdr + 1), req->length);
     }
     mca_pml_mdq_recv_request_event_done(req);
     return true;
@@ -832,7 +839,7 @@ void mca_pml_mdq_medium_piece(mca_pml_mdq_comm_t *mc, const mca_pml_mdq_msg_t *m
     }
     dst = as->data + offset;
     for (uint32_t i = 0; i < msg->iov_count; ++i) {
-        memcpy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
+        ompi_scale_copy(dst, msg->iov[i].iov_base, msg->iov[i].iov_len);
         dst += msg->iov[i].iov_len;
     }
     as->arrived += msg->len;

@@ -119,9 +119,19 @@ static void mdq_rewind(opal_convertor_t *conv, size_t pos)
     opal_convertor_set_position(conv, &p);
 }
 
+/* A contiguous payload of size bytes that the BTL would copy with the C
+ * library's memcpy, which is slow here at the distances ompi_scale_copy
+ * avoids: mdq copies it into a btl_alloc descriptor itself (the BTL's own
+ * copy in sendi or prepare_src cannot be steered). Same work otherwise. */
+static inline bool mdq_copy_ourselves(bool contig, size_t size)
+{
+    return contig && size >= OMPI_SCALE_COPY_GUARD_MIN && ompi_scale_copy_user_slow();
+}
+
 /* Header and payload copied into one descriptor from btl_alloc and sent:
  * the data is out of the user's buffer when this returns. The payload
- * comes from conv (packed) or, when conv is NULL, from data (contiguous). */
+ * comes from conv (packed; a contiguous one is copied straight from its
+ * current position) or, when conv is NULL, from data (contiguous). */
 static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
                            opal_convertor_t *conv, const void *data, size_t size, uint8_t tag)
 {
@@ -129,6 +139,13 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
     mca_btl_base_descriptor_t *des;
     unsigned char *dst;
     int rc;
+
+    if (size > 0 && NULL != conv && !opal_convertor_need_buffers(conv)) {
+        void *cur = NULL;
+        opal_convertor_get_current_pointer(conv, &cur);
+        data = cur;
+        conv = NULL;
+    }
 
     des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
     if (OPAL_UNLIKELY(NULL == des)) {
@@ -142,7 +159,7 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         size_t max_data = size;
         (void) opal_convertor_pack(conv, &iov, &iov_count, &max_data);
     } else if (size > 0) {
-        memcpy(dst + hsize, data, size);
+        ompi_scale_copy(dst + hsize, data, size);
     }
     des->des_segments[0].seg_len = hsize + size;
     des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
@@ -177,7 +194,7 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
         hsize = sizeof(mdq_hdr_match_t);
     }
 
-    if (NULL != btl->btl_sendi) {
+    if (NULL != btl->btl_sendi && !mdq_copy_ourselves(sendreq->contig, size)) {
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, size ? conv : NULL, &hdr, hsize, size,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, sendreq->protocol, NULL);
         if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
@@ -352,20 +369,33 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
         }
-        if (MDQ_TAG_FRAG != tag && sendreq->contig && NULL != btl->btl_sendi) {
-            rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size,
-                                MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, tag, NULL);
-            if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
-                sendreq->offset += size;
-                continue;
+        if (mdq_copy_ourselves(sendreq->contig, size)) {
+            void *src = NULL;
+            opal_convertor_get_current_pointer(conv, &src);
+            mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, hsize + size,
+                               MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
+            if (OPAL_UNLIKELY(NULL == des)) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
             }
-            mdq_rewind(conv, sendreq->offset);
-        }
-        mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, hsize, &size,
-                                 MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK,
-                                 &des);
-        if (OPAL_UNLIKELY(NULL == des)) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
+            ompi_scale_copy((unsigned char *) des->des_segments[0].seg_addr.pval + hsize, src, size);
+            des->des_segments[0].seg_len = hsize + size;
+        } else {
+            if (MDQ_TAG_FRAG != tag && sendreq->contig && NULL != btl->btl_sendi) {
+                rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size,
+                                    MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, tag, NULL);
+                if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
+                    sendreq->offset += size;
+                    continue;
+                }
+                mdq_rewind(conv, sendreq->offset);
+            }
+            mca_bml_base_prepare_src(bml_btl, conv, MCA_BTL_NO_ORDER, hsize, &size,
+                                     MCA_BTL_DES_FLAGS_BTL_OWNERSHIP
+                                         | MCA_BTL_DES_SEND_ALWAYS_CALLBACK,
+                                     &des);
+            if (OPAL_UNLIKELY(NULL == des)) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
         }
         memcpy(des->des_segments[0].seg_addr.pval, &hdr, hsize);
         des->des_cbfunc = mdq_frag_sent;
@@ -420,14 +450,19 @@ static void mdq_put_done(mca_btl_base_module_t *btl, struct mca_btl_base_endpoin
     }
 }
 
+/* start of the data of a contiguous send */
+static char *mdq_send_base(mca_pml_mdq_send_request_t *sendreq)
+{
+    char *base = NULL;
+    opal_convertor_get_current_pointer(&sendreq->req_send.req_base.req_convertor, (void **) &base);
+    return base - sendreq->req_send.req_base.req_convertor.bConverted;
+}
+
 static int mdq_send_puts(mca_pml_mdq_send_request_t *sendreq, bool *all_scheduled)
 {
     mca_bml_base_btl_t *rdma = sendreq->rdma_btl;
     mca_btl_base_module_t *btl = rdma->btl;
-    char *base = NULL;
-
-    opal_convertor_get_current_pointer(&sendreq->req_send.req_base.req_convertor, (void **) &base);
-    base -= sendreq->req_send.req_base.req_convertor.bConverted;
+    char *base = mdq_send_base(sendreq);
     if (NULL != btl->btl_register_mem && NULL == sendreq->local_handle
         && sendreq->length >= btl->btl_put_local_registration_threshold) {
         mca_bml_base_register_mem(rdma, base, sendreq->length, 0, &sendreq->local_handle);
@@ -671,7 +706,12 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (0 != cts->addr) {
         mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
         if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_PUT)
-            && cts->hlen <= MDQ_MAX_HANDLE) {
+            && mca_pml_mdq_rdma_copy_slow(btl, cts->addr, mdq_ptr_to_u64(mdq_send_base(sendreq)),
+                                          cts->length)) {
+            /* the put's copy would run at a slow distance: stream instead */
+            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted, 1);
+        } else if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_PUT)
+                   && cts->hlen <= MDQ_MAX_HANDLE) {
             sendreq->rdma_btl = rdma;
             sendreq->remote_addr = cts->addr;
             memcpy(sendreq->remote_handle, cts + 1, cts->hlen);
@@ -801,6 +841,8 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto);
         }
+    } else if (mdq_copy_ourselves(true, size)) {
+        rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size, proto);
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
