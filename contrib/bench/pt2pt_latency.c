@@ -13,21 +13,26 @@
 
 static void usage(void)
 {
-    printf("usage: pt2pt_latency [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-q]\n"
+    printf("usage: pt2pt_latency [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DIST] [-q]\n"
            "  -m  size range in bytes, K/M suffixes allowed (default 0:4M)\n"
            "  -i  iterations for small sizes (default 1000; large sizes use fewer)\n"
            "  -x  warmup iterations (default: a tenth of the iterations)\n"
+           "  -d  receive buffers DIST bytes (0-4095) past the send buffers modulo 4 KiB\n"
+           "      (default 0: both page-aligned)\n"
            "  -q  quick smoke run (very few iterations)\n");
 }
 
 static int parse(int argc, char **argv, bench_opts_t *o)
 {
     int c;
-    while (-1 != (c = getopt(argc, argv, "m:i:x:qh"))) {
+    while (-1 != (c = getopt(argc, argv, "m:i:x:d:qh"))) {
         switch (c) {
         case 'm': if (bench_parse_range(optarg, o)) return -1; break;
         case 'i': if (bench_parse_int(optarg, 1, &o->iters)) return -1; break;
         case 'x': if (bench_parse_int(optarg, 0, &o->warmup)) return -1; break;
+        case 'd':
+            if (bench_parse_int(optarg, 0, &o->distance) || o->distance > 4095) return -1;
+            break;
         case 'q': o->quick = 1; break;
         case 'h': return 1;
         default: return -1;
@@ -81,7 +86,8 @@ int main(int argc, char **argv)
     }
 
     unsigned char *sbuf = bench_alloc(o.max_size);
-    unsigned char *rbuf = bench_alloc(o.max_size);
+    unsigned char *rbuf_mem = bench_alloc(o.max_size + 4096);
+    unsigned char *rbuf = rbuf_mem + o.distance;
     bench_print_header("pt2pt_latency", "latency_us", 1, &p, &o);
     if (0 == p.rank) {
         printf("# size latency_us\n");
@@ -114,7 +120,7 @@ int main(int argc, char **argv)
     }
 
     free(sbuf);
-    free(rbuf);
+    free(rbuf_mem);
     MPI_Finalize();
     return 0;
 }
