@@ -240,6 +240,14 @@ static int measure_kernel(void)
 
 /* ---------------------------------------------------------------- */
 
+bool ompi_scale_copy_rdma_slow(const char *btl_component, const void *dst, const void *src,
+                               size_t n)
+{
+    if (__builtin_expect(!ompi_scale_copy_short_distance(dst, src, n), 1)) return false;
+    if (0 != strcmp(btl_component, "vader") && 0 != strcmp(btl_component, "sm")) return false;
+    return ompi_scale_copy_kernel_slow() || ompi_scale_copy_user_slow();
+}
+
 bool ompi_scale_copy_user_slow(void)
 {
     int mode = atomic_load_explicit(&copy_mode, memory_order_relaxed);

@@ -57,6 +57,13 @@ bool ompi_scale_copy_user_slow(void);
  * by the same one-time measurement). */
 bool ompi_scale_copy_kernel_slow(void);
 
+/* Would a single-copy RDMA from src to dst over a BTL of this component
+ * pay the penalty? Only where a CPU makes the copy (vader, sm: CMA, XPMEM
+ * or KNEM; network BTLs move data by DMA), at a short distance, on a
+ * machine that pays it for the kernel's or the user-space copy. */
+bool ompi_scale_copy_rdma_slow(const char *btl_component, const void *dst, const void *src,
+                               size_t n);
+
 /* Copy without rep movs: a loop of 32-byte AVX2 loads and stores where the
  * CPU has AVX2, of 16-byte SSE2 ones otherwise (stores aligned on the
  * destination); memcpy below 128 bytes and off x86-64. Non-overlapping

@@ -686,23 +686,3 @@ int mca_pml_mdq_ft_event(int state)
     return OMPI_SUCCESS;
 }
 
-/* A single-copy RDMA that a CPU performs (vader/sm: CMA, XPMEM or KNEM)
- * copies like memcpy and pays the same short-distance penalty
- * (ompi_scale_copy.h): 1 MiB took 630-810 us instead of 130-150 us here
- * with the receive buffer 16 bytes past the send buffer. Network BTLs
- * move the data by DMA. */
-bool mca_pml_mdq_rdma_copy_slow(const mca_btl_base_module_t *btl, uint64_t dst, uint64_t src,
-                                size_t len)
-{
-    const char *name;
-
-    if (OPAL_LIKELY(!ompi_scale_copy_short_distance((const void *) (uintptr_t) dst,
-                                                     (const void *) (uintptr_t) src, len))) {
-        return false;
-    }
-    name = btl->btl_component->btl_version.mca_component_name;
-    if (0 != strcmp(name, "vader") && 0 != strcmp(name, "sm")) {
-        return false;
-    }
-    return ompi_scale_copy_kernel_slow() || ompi_scale_copy_user_slow();
-}

@@ -253,10 +253,16 @@ bool mca_pml_mdq_adapt_copy(struct mca_pml_mdq_send_request *sendreq, mca_bml_ba
 void mca_pml_mdq_adapt_rget_done(struct mca_pml_mdq_send_request *sendreq);
 void mca_pml_mdq_adapt_pipeline_done(struct mca_pml_mdq_send_request *sendreq);
 
-/* would a single-copy RDMA from src to dst over btl run at a slow copy
- * distance (ompi_scale_copy.h)? */
-bool mca_pml_mdq_rdma_copy_slow(const mca_btl_base_module_t *btl, uint64_t dst, uint64_t src,
-                                size_t len);
+/* Would a single-copy RDMA from src to dst over btl run at a slow copy
+ * distance (ompi_scale_copy.h)? Here, 1 MiB over vader's CMA took 630-810 us
+ * instead of 130-150 with the receive buffer 16 bytes past the send buffer. */
+static inline bool mca_pml_mdq_rdma_copy_slow(const mca_btl_base_module_t *btl, uint64_t dst,
+                                              uint64_t src, size_t len)
+{
+    return ompi_scale_copy_rdma_slow(btl->btl_component->btl_version.mca_component_name,
+                                     (const void *) (uintptr_t) dst,
+                                     (const void *) (uintptr_t) src, len);
+}
 void mca_pml_mdq_adapt_answer(ompi_communicator_t *comm, int src, const mdq_hdr_medium_t *mh);
 void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
                           mca_btl_base_descriptor_t *des, void *cbdata);
