@@ -431,6 +431,15 @@ size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
 /* whether some epoch kind moves len bytes in that direction by RDMA (a
  * test before looking the epoch up) */
+/* would the single copy of this transfer over b run at a distance this
+ * machine copies slowly (ompi_scale_copy.h: 25x on AMD Zen with FSRM)?
+ * ompi_osc_nbe_rdma_now_bounced: ompi_osc_nbe_rdma_now through a bounce
+ * buffer placed away from both ends, in pieces (two fast copies instead of
+ * one slow one; used in passive-target epochs, which keep RDMA) */
+bool ompi_osc_nbe_rdma_copy_slow(const struct mca_bml_base_btl_t *b, const void *local,
+                                 uint64_t remote, size_t len, bool is_put);
+int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,
+                                  int peer, void *local, uint64_t remote, size_t len, bool is_put);
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put);
 /* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
  * bytes on): -1 not taken (use active messages), 0 complete at the origin

@@ -698,6 +698,7 @@ static char **remote_complete_argv;       /* parsed: BTL component names */
 static unsigned long long pv_rdma_local;  /* transfers complete at the origin, no FIN */
 static unsigned long long pv_rdma_fin;    /* transfers followed by a counted FIN */
 static unsigned long long pv_rdma_direct; /* of those complete at the origin: past the op object */
+static unsigned long long pv_rdma_bounced; /* staged through a bounce buffer (osc_nbe_copy_guard) */
 
 /* BTL transfer functions (btl_put/btl_get) seen completing a transfer,
  * successfully, inside the call (vader's CMA/XPMEM/KNEM single copy; not
@@ -785,6 +786,9 @@ void ompi_osc_nbe_am_register_params(const mca_base_component_t *c)
     ompi_osc_nbe_register_counter(c, "rdma_fin", "RDMA puts/gets followed by a counted FIN frame", &pv_rdma_fin);
     ompi_osc_nbe_register_counter(c, "rdma_direct", "RDMA puts/gets of rdma_local_complete issued straight from "
                      "MPI_Put/MPI_Get and their request forms, without an operation object", &pv_rdma_direct);
+    ompi_osc_nbe_register_counter(c, "rdma_bounced", "RDMA puts/gets of a passive-target epoch whose single "
+                     "copy would run at a distance this machine copies slowly (osc_nbe_copy_guard), "
+                     "staged through a bounce buffer", &pv_rdma_bounced);
 }
 
 static void parse_remote_complete(void)
@@ -958,6 +962,51 @@ int ompi_osc_nbe_rdma_now(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
     return 0;
 }
 
+bool ompi_osc_nbe_rdma_copy_slow(const struct mca_bml_base_btl_t *b, const void *local,
+                                 uint64_t remote, size_t len, bool is_put)
+{
+    const void *far = (const void *) (uintptr_t) remote;
+    return ompi_scale_copy_rdma_slow(b->btl->btl_component->btl_version.mca_component_name,
+                                     is_put ? far : local, is_put ? local : far, len);
+}
+
+/* pieces of the bounce buffer of ompi_osc_nbe_rdma_now_bounced */
+#define NBE_BOUNCE_PIECE 65536
+
+int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,
+                                  int peer, void *local, uint64_t remote, size_t len, bool is_put)
+{
+    /* one per call: another thread may use the window meanwhile */
+    char *bounce = malloc(NBE_BOUNCE_PIECE + 4096);
+    if (NULL == bounce) return 1;
+    for (size_t off = 0; off < len;) {
+        size_t n = len - off < NBE_BOUNCE_PIECE ? len - off : NBE_BOUNCE_PIECE;
+        /* 2 KiB (page offset) from the end the single copy touches: the
+         * other copy is then at least 2 KiB away from the user's buffer too */
+        uintptr_t anchor = is_put ? (uintptr_t) local + off : (uintptr_t) (remote + off);
+        char *piece = bounce + ((anchor + 2048 - (uintptr_t) bounce) & 4095);
+        if (is_put) ompi_scale_copy(piece, (char *) local + off, n);
+        int rc = ompi_osc_nbe_rdma_now(module, b, peer, piece, remote + off, n, is_put);
+        if (1 == rc && 0 == off) {
+            free(bounce);
+            return 1;   /* nothing moved: the general path takes it */
+        }
+        if (1 == rc) {
+            ompi_osc_nbe_progress();   /* busy: the rest goes this way too */
+            continue;
+        }
+        if (0 != rc) {
+            free(bounce);
+            return rc;
+        }
+        if (!is_put) ompi_scale_copy((char *) local + off, piece, n);
+        off += n;
+    }
+    free(bounce);
+    pv_rdma_bounced++;
+    return 0;
+}
+
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put)
 {
     return rdma_sized(len, is_put, false) || rdma_sized(len, is_put, true);
@@ -974,6 +1023,10 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
 {
     mca_bml_base_btl_t *b = rdma_btl_for(module, op->super.target, len, is_put, op->super.passive);
     if (NULL == b) return -1;
+    /* a slow single copy in an active-target epoch: the target is in MPI
+     * for it anyway, and active messages copy at safe distances (a passive
+     * epoch keeps RDMA: its progress must not need the target) */
+    if (!op->super.passive && ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put)) return -1;
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;

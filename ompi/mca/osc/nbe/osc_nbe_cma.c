@@ -101,6 +101,8 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
     /* within vader's limits, so that vader can take it should the call fail
      * (and a transfer above vader's put limit keeps the fragmenting path) */
     if (!ompi_osc_nbe_rdma_fits(b, local, remote, len, is_put)) return 1;
+    /* a slow copy distance: staged or sent as messages (try_rdma_now) */
+    if (ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put)) return 1;
     if (NULL == module->cma) {
         /* lanes are initialized when first used */
         module->cma = calloc(lanes_of(), sizeof(nbe_cma_batch_t));

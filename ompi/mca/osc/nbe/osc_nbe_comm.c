@@ -1153,7 +1153,12 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (NULL == b) return 1;
     void *local = (char *) origin + origin_dt->super.true_lb;
     uint64_t remote = addr + (uint64_t) target_dt->super.true_lb;
-    if (NULL == request) {
+    /* a single copy at a slow distance: active messages in an active-target
+     * epoch (the target is in MPI for it anyway), a bounce buffer in a
+     * passive one (whose progress must not need the target) */
+    bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
+    if (slow && !passive) return 1;
+    if (NULL == request && !slow) {
         rc = ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
                                    remote, len, is_put);
         if (0 == rc) {
@@ -1172,7 +1177,8 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
             goto fail;
         }
     }
-    rc = ompi_osc_nbe_rdma_now(module, b, target, local, remote, len, is_put);
+    rc = slow ? ompi_osc_nbe_rdma_now_bounced(module, b, target, local, remote, len, is_put)
+              : ompi_osc_nbe_rdma_now(module, b, target, local, remote, len, is_put);
     if (0 != rc) {
         if (req) {
             OMPI_REQUEST_FINI(&req->super);
