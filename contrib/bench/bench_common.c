@@ -219,10 +219,7 @@ void bench_print_header(const char *program, const char *metric_name,
     printf("# statistic: median of up to %d batch means per size\n", BENCH_BATCHES);
     printf("# iterations: %d (reduced for large sizes) warmup: %s%s\n", opts->iters,
            opts->warmup < 0 ? "auto" : "fixed", opts->quick ? " quick" : "");
-    if (0 != opts->distance) {
-        printf("# buffers: receive buffer %d bytes past the send buffer (mod 4096)\n",
-               opts->distance);
-    }
+
 }
 
 void bench_fail(const char *fmt, ...)

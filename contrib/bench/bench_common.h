@@ -23,7 +23,7 @@ typedef struct {
     int warmup;  /* < 0: derived from the iteration count */
     int window;  /* in-flight operations per synchronisation (bandwidth) */
     int quick;   /* smoke-test mode: few iterations */
-    int distance; /* receive buffer this many bytes past the send buffer, mod 4 KiB */
+    int distance; /* -d: bytes between the buffers a copy runs between, mod 4 KiB */
 } bench_opts_t;
 
 /* Parses "64", "8K", "1M" (binary multiples); returns 0 on success. */

@@ -90,6 +90,10 @@ int main(int argc, char **argv)
     unsigned char *rbuf = rbuf_mem + o.distance;
     bench_print_header("pt2pt_latency", "latency_us", 1, &p, &o);
     if (0 == p.rank) {
+        if (0 != o.distance) {
+            printf("# buffers: receive buffer %d bytes past the send buffer (mod 4096)\n",
+                   o.distance);
+        }
         printf("# size latency_us\n");
         fflush(stdout);
     }

@@ -28,7 +28,7 @@ static int lookup(const char *text, const char **names, int n)
 static void usage(const char *program, int with_window)
 {
     printf("usage: %s [-w create|allocate] [-s fence|pscw|lock|flush] [-o put|get|acc]\n"
-           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP]%s [-q]\n"
+           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DISP]%s [-q]\n"
            "  -w  window flavour: MPI_Win_create on malloc'd memory or MPI_Win_allocate\n"
            "      (default create)\n"
            "  -s  synchronisation: fence (op + fence), pscw (start/op/complete against\n"
@@ -38,6 +38,9 @@ static void usage(const char *program, int with_window)
            "  -m  size range in bytes, K/M suffixes allowed (default 8:1M)\n"
            "  -i  iterations for small sizes (default %d; large sizes use fewer)\n"
            "  -x  warmup iterations (default: a tenth of the iterations)\n"
+           "  -d  target displacement in bytes, 0-4095 (default 0; window and origin\n"
+           "      buffers are page-aligned, so a put copies DISP bytes past its source\n"
+           "      modulo 4 KiB, a get 4096 - DISP; acc: a multiple of 8)\n"
            "%s"
            "  -q  quick smoke run (very few iterations)\n",
            program, (int) strlen(program), "", with_window ? " [-W WINDOW]" : "",
@@ -47,7 +50,7 @@ static void usage(const char *program, int with_window)
 
 static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
 {
-    const char *optstring = with_window ? "w:s:o:m:i:x:W:qh" : "w:s:o:m:i:x:qh";
+    const char *optstring = with_window ? "w:s:o:m:i:x:d:W:qh" : "w:s:o:m:i:x:d:qh";
     bench_opts_t *o = &ctx->opts;
     int c, v;
 
@@ -69,6 +72,9 @@ static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
         case 'i': if (bench_parse_int(optarg, 1, &o->iters)) return -1; break;
         case 'x': if (bench_parse_int(optarg, 0, &o->warmup)) return -1; break;
         case 'W': if (bench_parse_int(optarg, 1, &o->window)) return -1; break;
+        case 'd':
+            if (bench_parse_int(optarg, 0, &o->distance) || o->distance > 4095) return -1;
+            break;
         case 'q': o->quick = 1; break;
         case 'h': return 1;
         default: return -1;
@@ -79,7 +85,8 @@ static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
     }
     /* accumulate works on whole doubles */
     if (RMA_OP_ACC == ctx->op && (o->min_size < sizeof(double) ||
-                                  0 != (o->min_size & (sizeof(double) - 1)))) {
+                                  0 != (o->min_size & (sizeof(double) - 1)) ||
+                                  0 != (o->distance & (int) (sizeof(double) - 1)))) {
         return -1;
     }
     return 0;
@@ -110,6 +117,7 @@ int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int wi
     }
 
     size_t max = ctx->opts.max_size;
+    size_t winsize = max + (size_t) ctx->opts.distance;
     ctx->slots = (size_t) ctx->opts.window;
     if (ctx->slots * max > ORIGIN_LIMIT) {
         ctx->slots = ORIGIN_LIMIT / max ? ORIGIN_LIMIT / max : 1;
@@ -117,13 +125,13 @@ int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int wi
     ctx->origin = bench_alloc(ctx->slots * max);
 
     if (RMA_WIN_CREATE == ctx->flavor) {
-        ctx->winbuf = bench_alloc(max);
-        MPI_Win_create(ctx->winbuf, (MPI_Aint) max, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
+        ctx->winbuf = bench_alloc(winsize);
+        MPI_Win_create(ctx->winbuf, (MPI_Aint) winsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
                        &ctx->win);
     } else {
-        MPI_Win_allocate((MPI_Aint) max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->winbuf,
+        MPI_Win_allocate((MPI_Aint) winsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &ctx->winbuf,
                          &ctx->win);
-        memset(ctx->winbuf, 0, max);
+        memset(ctx->winbuf, 0, winsize);
     }
 
     MPI_Group world;
@@ -151,6 +159,9 @@ void rma_print_header(rma_ctx_t *ctx, const char *program, const char *metric,
         if (ctx->opts.window > 1) {
             printf("# window: %d\n", ctx->opts.window);
         }
+        if (0 != ctx->opts.distance) {
+            printf("# target displacement: %d\n", ctx->opts.distance);
+        }
         printf("# size %s\n", metric);
         fflush(stdout);
     }
@@ -166,11 +177,12 @@ static unsigned seed_of(size_t size, int rank)
 static void init_own_window(rma_ctx_t *ctx, size_t size)
 {
     int me = ctx->pair.rank;
+    unsigned char *target = ctx->winbuf + ctx->opts.distance;
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me, 0, ctx->win);
     if (RMA_OP_GET == ctx->op) {
-        bench_fill(ctx->winbuf, size, seed_of(size, me));
+        bench_fill(target, size, seed_of(size, me));
     } else {
-        memset(ctx->winbuf, 0, size);
+        memset(target, 0, size);
     }
     MPI_Win_unlock(me, ctx->win);
 }
@@ -206,18 +218,19 @@ static void issue(rma_ctx_t *ctx, size_t size, int k)
 {
     int target = ctx->pair.partner;
     int count = (int) size;
+    MPI_Aint disp = ctx->opts.distance;
 
     switch (ctx->op) {
     case RMA_OP_PUT:
-        MPI_Put(ctx->origin, count, MPI_BYTE, target, 0, count, MPI_BYTE, ctx->win);
+        MPI_Put(ctx->origin, count, MPI_BYTE, target, disp, count, MPI_BYTE, ctx->win);
         break;
     case RMA_OP_GET:
-        MPI_Get(ctx->origin + ((size_t) k % ctx->slots) * size, count, MPI_BYTE, target, 0,
+        MPI_Get(ctx->origin + ((size_t) k % ctx->slots) * size, count, MPI_BYTE, target, disp,
                 count, MPI_BYTE, ctx->win);
         break;
     case RMA_OP_ACC:
         count = (int) (size / sizeof(double));
-        MPI_Accumulate(ctx->origin, count, MPI_DOUBLE, target, 0, count, MPI_DOUBLE,
+        MPI_Accumulate(ctx->origin, count, MPI_DOUBLE, target, disp, count, MPI_DOUBLE,
                        MPI_SUM, ctx->win);
         break;
     }
@@ -279,9 +292,9 @@ void rma_end_size(rma_ctx_t *ctx, size_t size, long ops_done)
     } else if (!p->initiator && p->partner >= 0 && RMA_OP_GET != ctx->op) {
         MPI_Win_lock(MPI_LOCK_SHARED, p->rank, 0, ctx->win);
         if (RMA_OP_PUT == ctx->op) {
-            bad = bench_check(ctx->winbuf, size, seed_of(size, p->partner));
+            bad = bench_check(ctx->winbuf + ctx->opts.distance, size, seed_of(size, p->partner));
         } else {
-            const double *d = (const double *) ctx->winbuf;
+            const double *d = (const double *) (ctx->winbuf + ctx->opts.distance);
             for (size_t i = 0; i < size / sizeof(double); i++) {
                 if (d[i] != (double) ops_done) {
                     bad = i * sizeof(double);

@@ -23,7 +23,7 @@ typedef struct {
     rma_op_t op;
     rma_flavor_t flavor;
     MPI_Win win;
-    unsigned char *winbuf;   /* this rank's window memory (max_size bytes) */
+    unsigned char *winbuf;   /* this rank's window memory (max_size + -d bytes) */
     unsigned char *origin;   /* origin buffer: `slots` slots of max_size bytes */
     size_t slots;
     MPI_Group peer;          /* group holding only the partner (pscw) */
