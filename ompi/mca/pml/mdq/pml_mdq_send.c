@@ -369,17 +369,21 @@ static int mdq_send_frags(mca_pml_mdq_send_request_t *sendreq, bool *all_schedul
         if (conv->bConverted != sendreq->offset) {
             mdq_rewind(conv, sendreq->offset);
         }
+        des = NULL;
         if (mdq_copy_ourselves(sendreq->contig, size)) {
             void *src = NULL;
             opal_convertor_get_current_pointer(conv, &src);
+            /* NULL also where the BTL gives large buffers only through
+             * prepare_src (vader with XPMEM): its own copy then */
             mca_bml_base_alloc(bml_btl, &des, MCA_BTL_NO_ORDER, hsize + size,
                                MCA_BTL_DES_FLAGS_BTL_OWNERSHIP | MCA_BTL_DES_SEND_ALWAYS_CALLBACK);
-            if (OPAL_UNLIKELY(NULL == des)) {
-                return OMPI_ERR_OUT_OF_RESOURCE;
+            if (NULL != des) {
+                ompi_scale_copy((unsigned char *) des->des_segments[0].seg_addr.pval + hsize, src,
+                                size);
+                des->des_segments[0].seg_len = hsize + size;
             }
-            ompi_scale_copy((unsigned char *) des->des_segments[0].seg_addr.pval + hsize, src, size);
-            des->des_segments[0].seg_len = hsize + size;
-        } else {
+        }
+        if (NULL == des) {
             if (MDQ_TAG_FRAG != tag && sendreq->contig && NULL != btl->btl_sendi) {
                 rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, conv, &hdr, hsize, size,
                                     MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, tag, NULL);
@@ -691,8 +695,10 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     (void) tag;
     (void) cbdata;
 
-    if (!sendreq->pipe) {
-        sendreq->timing = 0; /* the receiver turned an RGET down: nothing to learn */
+    if (!sendreq->pipe || cts->length < sendreq->req_send.req_bytes_packed) {
+        /* the receiver turned an RGET down, or takes fewer bytes than were
+         * timed (truncation): nothing to learn */
+        sendreq->timing = 0;
     }
     /* the receiver does not need the RGET registration */
     if (NULL != sendreq->local_handle) {
@@ -841,8 +847,11 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto);
         }
-    } else if (mdq_copy_ourselves(true, size)) {
-        rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size, proto);
+    } else if (mdq_copy_ourselves(true, size)
+               && OMPI_SUCCESS == (rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size,
+                                                        proto))) {
+        /* sent (else the BTL's own copy below: vader with XPMEM, for
+         * one, has no large buffers for btl_alloc) */
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
