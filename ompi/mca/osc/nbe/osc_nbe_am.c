@@ -977,7 +977,7 @@ int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_
                                   int peer, void *local, uint64_t remote, size_t len, bool is_put)
 {
     /* one per call: another thread may use the window meanwhile */
-    char *bounce = malloc(NBE_BOUNCE_PIECE + 4096);
+    char *bounce = malloc((len < NBE_BOUNCE_PIECE ? len : NBE_BOUNCE_PIECE) + 4096);
     if (NULL == bounce) return 1;
     for (size_t off = 0; off < len;) {
         size_t n = len - off < NBE_BOUNCE_PIECE ? len - off : NBE_BOUNCE_PIECE;
@@ -987,15 +987,10 @@ int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_
         char *piece = bounce + ((anchor + 2048 - (uintptr_t) bounce) & 4095);
         if (is_put) ompi_scale_copy(piece, (char *) local + off, n);
         int rc = ompi_osc_nbe_rdma_now(module, b, peer, piece, remote + off, n, is_put);
-        if (1 == rc && 0 == off) {
-            free(bounce);
-            return 1;   /* nothing moved: the general path takes it */
-        }
-        if (1 == rc) {
-            ompi_osc_nbe_progress();   /* busy: the rest goes this way too */
-            continue;
-        }
         if (0 != rc) {
+            /* 1: busy or refused (a failed CMA call too): the general path
+             * moves the whole transfer again, which rewrites or re-reads the
+             * pieces already moved with the same bytes */
             free(bounce);
             return rc;
         }
