@@ -10,11 +10,15 @@
  * sender stores a timing word (table index + 1 in the top byte, its
  * CLOCK_MONOTONIC nanoseconds in the other 56 bits) in the request (RGET:
  * read back when the ACK comes; pipeline: when the last fragment has been
- * taken in, which completes the request) or in the medium header (medium
+ * taken in, which completes the request: vader returns a fragment only
+ * after the receiver's callback; a BTL that completed sends before the
+ * data is received would favour the pipeline) or in the medium header (medium
  * COPY: the receiver echoes it in a TIMED header when the message is in
  * place, so no request has to outlive its completion).
- * One table per BTL module that carries the first fragment: copying and
- * getting costs differ per transport.
+ * One table per BTL module that carries the first fragment (copying and
+ * getting costs differ per transport), and another one for the sizes that
+ * stream (a size class that straddles pml_mdq_adaptive_copy_max would
+ * otherwise mix two copying protocols in one median).
  */
 #include "ompi_config.h"
 
@@ -33,6 +37,7 @@
 
 static struct {
     mca_btl_base_module_t *btl;
+    bool pipe; /* the sizes above pml_mdq_adaptive_copy_max */
     mdq_adapt_t *table;
 } mdq_tables[MDQ_ADAPT_TABLES];
 static opal_mutex_t mdq_tables_lock = OPAL_MUTEX_STATIC_INIT;
@@ -44,11 +49,12 @@ static uint64_t mdq_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* under the lock: the table of btl, created on first use (-1: none left) */
-static int mdq_table_index(mca_btl_base_module_t *btl)
+/* under the lock: the table of btl (streamed sizes or not), created on
+ * first use (-1: none left) */
+static int mdq_table_index(mca_btl_base_module_t *btl, bool pipe)
 {
     for (int i = 0; i < MDQ_ADAPT_TABLES; ++i) {
-        if (mdq_tables[i].btl == btl) {
+        if (mdq_tables[i].btl == btl && mdq_tables[i].pipe == pipe) {
             return i;
         }
         if (NULL == mdq_tables[i].btl) {
@@ -61,6 +67,7 @@ static int mdq_table_index(mca_btl_base_module_t *btl)
                            (uint32_t) (mca_pml_mdq.adaptive_copy_sample > 1
                                               ? mca_pml_mdq.adaptive_copy_sample : 1));
             mdq_tables[i].btl = btl;
+            mdq_tables[i].pipe = pipe;
             mdq_tables[i].table = t;
             return i;
         }
@@ -125,7 +132,7 @@ bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_bt
         return true;
     }
     OPAL_THREAD_LOCK(&mdq_tables_lock);
-    index = mdq_table_index(btl);
+    index = mdq_table_index(btl, size > (size_t) mca_pml_mdq.adaptive_copy_max);
     proto = index < 0 ? MDQ_ADAPT_RGET : mdq_adapt_choose(mdq_tables[index].table, size, &timed);
     OPAL_THREAD_UNLOCK(&mdq_tables_lock);
     if (timed) {
@@ -182,6 +189,7 @@ void mca_pml_mdq_adapt_fini(void)
         free(mdq_tables[i].table);
         mdq_tables[i].table = NULL;
         mdq_tables[i].btl = NULL;
+        mdq_tables[i].pipe = false;
     }
     OPAL_THREAD_UNLOCK(&mdq_tables_lock);
 }

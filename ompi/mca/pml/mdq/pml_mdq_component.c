@@ -278,8 +278,10 @@ static int mca_pml_mdq_component_register(void)
                       "pml_mdq_adaptive_copy", mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
     mca_pml_mdq.adaptive_copy_max = 262144;
     mdq_register_int("adaptive_copy_max",
-                     "Largest message (bytes) that pml_mdq_adaptive_copy may copy instead of "
-                     "getting it with RDMA", OPAL_INFO_LVL_5, &mca_pml_mdq.adaptive_copy_max);
+                     "Largest message (bytes) that pml_mdq_adaptive_copy may copy through BTL "
+                     "buffers without handshake instead of getting it with RDMA (above it, the "
+                     "copying alternative is the rendezvous pipeline: "
+                     "pml_mdq_adaptive_pipeline_max)", OPAL_INFO_LVL_5, &mca_pml_mdq.adaptive_copy_max);
     mca_pml_mdq.copy_guard = OMPI_SCALE_COPY_GUARD_AUTO;
     mdq_register_enum("copy_guard",
                       "Copies of more than 2 KiB whose destination is 1-63 bytes past the source "
@@ -340,8 +342,9 @@ static int mca_pml_mdq_component_register(void)
     mdq_register_counter_pvar("pipeline_messages", "Messages transferred with send/receive pipelining (counted by the receiver that asked for it, or by the sender when it could not use the RDMA put it was asked for)",
                               &mca_pml_mdq.counters.pipeline);
     mdq_register_counter_pvar("adaptive_copy_messages", "Messages above the medium limit sent by "
-                              "copying in pieces instead of RDMA get (pml_mdq_adaptive_copy; "
-                              "counted by the sender, included in medium_messages)",
+                              "copying instead of RDMA get (pml_mdq_adaptive_copy; counted by "
+                              "the sender; up to pml_mdq_adaptive_copy_max also in "
+                              "medium_messages, above it also in the receiver's pipeline_messages)",
                               &mca_pml_mdq.counters.adaptive_copy);
     mdq_register_counter_pvar("rdma_rerouted_messages", "Rendezvous messages streamed in "
                               "fragments instead of a single-copy RDMA whose copy would run at a "
