@@ -219,7 +219,6 @@ void bench_print_header(const char *program, const char *metric_name,
     printf("# statistic: median of up to %d batch means per size\n", BENCH_BATCHES);
     printf("# iterations: %d (reduced for large sizes) warmup: %s%s\n", opts->iters,
            opts->warmup < 0 ? "auto" : "fixed", opts->quick ? " quick" : "");
-
 }
 
 void bench_fail(const char *fmt, ...)

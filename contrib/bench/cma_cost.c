@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plain_args.h"
+
 #define MAX_SIZE (4u << 20)
 
 static double seconds(void)
@@ -27,15 +29,6 @@ static double seconds(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    size_t v = strtoul(s, &end, 10);
-    if ('K' == *end || 'k' == *end) v <<= 10;
-    if ('M' == *end || 'm' == *end) v <<= 20;
-    return v;
 }
 
 /* microseconds per call of one transfer kind */
@@ -78,7 +71,7 @@ int main(int argc, char **argv)
     printf("# cma_cost: %d calls per size; microseconds per call\n# bytes writev readv memcpy\n",
            iters);
     for (int k = 0; k < nsizes; ++k) {
-        size_t n = parse_size(argc > first ? argv[first + k] : defaults[k]);
+        size_t n = plain_parse_size(argc > first ? argv[first + k] : defaults[k]);
         if (0 == n || n > MAX_SIZE) continue;
         int it = n > (64u << 10) ? iters / 20 + 1 : iters;
         per_call(0, child, local, remote, n, it / 10 + 1);   /* warm up */

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ompi_scale_copy.h"
+#include "plain_args.h"
 
 #define PAGE 4096u
 #define MAX_SIZE (1u << 20)
@@ -29,15 +30,6 @@ static double now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return 1e9 * (double) t.tv_sec + (double) t.tv_nsec;
-}
-
-static size_t parse_size(const char *s)
-{
-    char *end;
-    size_t v = strtoul(s, &end, 10);
-    if ('K' == *end || 'k' == *end) v <<= 10;
-    if ('M' == *end || 'm' == *end) v <<= 20;
-    return v;
 }
 
 /* glibc's memcpy, never a copy the compiler inlines */
@@ -97,7 +89,7 @@ int main(int argc, char **argv)
 
     int nsizes = argc > first ? argc - first : (int) (sizeof(defaults) / sizeof(defaults[0]));
     for (int k = 0; k < nsizes; ++k) {
-        size_t n = parse_size(argc > first ? argv[first + k] : defaults[k]);
+        size_t n = plain_parse_size(argc > first ? argv[first + k] : defaults[k]);
         if (0 == n || n > MAX_SIZE) {
             fprintf(stderr, "copy_distance: size %zu outside 1..%u\n", n, MAX_SIZE);
             return 1;

@@ -38,9 +38,10 @@ static void usage(const char *program, int with_window)
            "  -m  size range in bytes, K/M suffixes allowed (default 8:1M)\n"
            "  -i  iterations for small sizes (default %d; large sizes use fewer)\n"
            "  -x  warmup iterations (default: a tenth of the iterations)\n"
-           "  -d  target displacement in bytes, 0-4095 (default 0; window and origin\n"
-           "      buffers are page-aligned, so a put copies DISP bytes past its source\n"
-           "      modulo 4 KiB, a get 4096 - DISP; acc: a multiple of 8)\n"
+           "  -d  target displacement in bytes, 0-4095 (default 0; acc: a multiple of 8).\n"
+           "      With -w create, window and origin buffers are page-aligned: a put copies\n"
+           "      DISP bytes past its source modulo 4 KiB, a get into the first origin slot\n"
+           "      4096 - DISP (allocate windows start where the osc places them)\n"
            "%s"
            "  -q  quick smoke run (very few iterations)\n",
            program, (int) strlen(program), "", with_window ? " [-W WINDOW]" : "",

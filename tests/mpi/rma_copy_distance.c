@@ -1,11 +1,13 @@
 /*
  * osc/nbe with origin buffers and target locations at every kind of
  * page-offset distance (osc_nbe_copy_guard): puts and gets of 3000 B to
- * 300 KB at target displacements 0, 1, 16, 63, 64 and 4080 bytes (window
- * and origin buffers page-aligned, so a put copies that many bytes past its
- * source, a get 4096 minus that), in fence, lock and lock_all + flush
- * epochs, on create and allocate windows; every byte is checked, and the
- * bytes around each target range must stay untouched.
+ * 300 KB at target displacements 0, 1, 16, 63, 64 and 4080 bytes, in
+ * fence, lock and lock_all + flush epochs, on create and allocate windows;
+ * every byte is checked, and the bytes around each target range must stay
+ * untouched. On create windows (page-aligned, as the origin buffer) a put
+ * copies that many bytes past its source, a get 4096 minus that; an
+ * allocate window on one node starts where the shared segment puts this
+ * rank's part, so the distances there are others.
  *
  * COPY_GUARD_EXPECT=on: where the ranks get and put by vader's CMA
  * (pvar osc_nbe_rdma_local_complete moves), the passive-target transfers
@@ -45,6 +47,20 @@ static void epoch_end(int sync, MPI_Win win, int target)
     }
 }
 
+/* the even rank of each pair moves n bytes between origin and its partner's
+ * window at disp (every rank takes part in a fence) */
+static void transfer(int sync, MPI_Win win, int put, unsigned char *origin, size_t n,
+                     MPI_Aint disp)
+{
+    int peer = rank ^ 1;
+    int moves = peer < nprocs && 0 == (rank & 1);
+    if (SYNC_FENCE != sync && !moves) return;
+    epoch_begin(sync, win, peer);
+    if (moves && put) MPI_Put(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
+    if (moves && !put) MPI_Get(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
+    epoch_end(sync, win, peer);
+}
+
 /* this rank's window memory seen under an exclusive self-lock */
 static void local_access(MPI_Win win, int lock)
 {
@@ -64,15 +80,7 @@ static void one_case(MPI_Win win, unsigned char *base, unsigned char *origin, in
     local_access(win, 0);
     fill(origin, n, seed);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (SYNC_FENCE == sync) {
-        epoch_begin(sync, win, peer);
-        if (active && 0 == (rank & 1)) MPI_Put(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
-        epoch_end(sync, win, peer);
-    } else if (active && 0 == (rank & 1)) {
-        epoch_begin(sync, win, peer);
-        MPI_Put(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
-        epoch_end(sync, win, peer);
-    }
+    transfer(sync, win, 1, origin, n, disp);
     MPI_Barrier(MPI_COMM_WORLD);
     if (active && 1 == (rank & 1)) {
         local_access(win, 1);
@@ -99,15 +107,7 @@ static void one_case(MPI_Win win, unsigned char *base, unsigned char *origin, in
     /* get: the same ranks read back what they wrote, into a cleared origin */
     memset(origin, 0, ORIGIN);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (SYNC_FENCE == sync) {
-        epoch_begin(sync, win, peer);
-        if (active && 0 == (rank & 1)) MPI_Get(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
-        epoch_end(sync, win, peer);
-    } else if (active && 0 == (rank & 1)) {
-        epoch_begin(sync, win, peer);
-        MPI_Get(origin, (int) n, MPI_BYTE, peer, disp, (int) n, MPI_BYTE, win);
-        epoch_end(sync, win, peer);
-    }
+    transfer(sync, win, 0, origin, n, disp);
     if (active && 0 == (rank & 1)) {
         size_t bad = verify(origin, n, seed);
         CHECK(0 == bad, "%s get %zu at disp %ld: byte %zu differs", sync_name[sync], n,
