@@ -1018,13 +1018,32 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
 {
     mca_bml_base_btl_t *b = rdma_btl_for(module, op->super.target, len, is_put, op->super.passive);
     if (NULL == b) return -1;
-    /* a slow single copy in an active-target epoch: the target is in MPI
-     * for it anyway, and active messages copy at safe distances (a passive
-     * epoch keeps RDMA: its progress must not need the target) */
-    if (!op->super.passive && ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put)) return -1;
+    /* a slow single copy: in an active-target epoch active messages (the
+     * target is in MPI for it anyway; they copy at safe distances), in a
+     * passive one the bounce buffer where this BTL is known to complete in
+     * the call (a passive epoch keeps RDMA: its progress must not need the
+     * target); else the plain transfer */
+    bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
+    if (slow && !op->super.passive) return -1;
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;
+    if (slow && btl_completes_in_call(b->btl, is_put)) {
+        int brc = ompi_osc_nbe_rdma_now_bounced(module, b, op->super.target, local, remote, len,
+                                                is_put);
+        if (0 == brc) {
+            rdma_completed(op, OPAL_SUCCESS);   /* moved in the call, as below */
+            rdma_issuing = NULL;
+            return rdma_sync_done ? 0 : 1;
+        }
+        if (1 != brc) {
+            /* the link failed (ompi_osc_nbe_rdma_now noted it) */
+            rdma_issuing = NULL;
+            ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+            return 0;
+        }
+        /* 1: refused, nothing counted: the plain transfer */
+    }
     int rc = rdma_start(b, local, remote, len, is_put, rdma_done, module, op);
     if (1 == rc && !rdma_cb_ran) {
         /* "complete at once" without a callback (btl.h allows it): complete it here */
