@@ -84,7 +84,8 @@ START_TEST(copies_are_exact)
     static const size_t src_offsets[] = { 0, 3 };
     const int way = _i;
     /* separate allocations: source and destination never overlap */
-    const size_t span = 2 * PAGE + MAX_SIZE + 2 * PAGE;
+    /* a multiple of the alignment, as C11's aligned_alloc requires */
+    const size_t span = (2 * PAGE + MAX_SIZE + 2 * PAGE + PAGE - 1) / PAGE * PAGE;
     unsigned char *sbuf = aligned_alloc(PAGE, span), *dbuf = aligned_alloc(PAGE, span);
     unsigned char *expect = malloc(MAX_SIZE + 2 * GUARD);
     ck_assert(NULL != sbuf && NULL != dbuf && NULL != expect);
