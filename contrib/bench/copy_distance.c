@@ -3,6 +3,10 @@
  * ompi_scale_copy (opal/common) does about it. No MPI.
  *
  *   contrib/bench/copy_distance [-i TRIES] [SIZE ...]   (sizes in bytes, K/M allowed)
+ *   contrib/bench/copy_distance -s SIZE
+ *
+ * -s scans every distance from 0 to 4095 with memcpy at SIZE and prints
+ * the ranges of distances that take more than 3x the median of all.
  *
  * glibc's memcpy uses rep movsb above 2048 bytes; on AMD CPUs with FSRM
  * that is ~25x slower when the destination is 1..31 bytes past the source
@@ -62,6 +66,37 @@ static double best_ns(int way, char *dst, const char *src, size_t n, int tries)
     return best;
 }
 
+static int compare_ns(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* memcpy at every distance: the ranges more than 3x the median */
+static int scan(char *dst, char *src, size_t n)
+{
+    static double ns[PAGE], sorted[PAGE];
+    for (size_t d = 0; d < PAGE; ++d) ns[d] = sorted[d] = best_ns(BY_MEMCPY, dst + d, src, n, 20);
+    qsort(sorted, PAGE, sizeof(sorted[0]), compare_ns);
+    double median = sorted[PAGE / 2];
+    printf("# copy_distance -s %zu: memcpy, best of 20 calls at each distance (dst - src) mod 4096;"
+           " median %.0f ns\n", n, median);
+    int found = 0;
+    for (size_t d = 0; d < PAGE; ++d) {
+        if (ns[d] <= 3 * median) continue;
+        size_t e = d;
+        double worst = ns[d];
+        while (e + 1 < PAGE && ns[e + 1] > 3 * median) {
+            if (ns[++e] > worst) worst = ns[e];
+        }
+        printf("slow: distances %zu-%zu, up to %.0f ns\n", d, e, worst);
+        found = 1;
+        d = e;
+    }
+    if (!found) printf("no distance above 3x the median\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const char *defaults[] = { "4K", "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M" };
@@ -75,6 +110,11 @@ int main(int argc, char **argv)
     if (NULL == src || NULL == dst || tries < 0) return 1;
     for (size_t i = 0; i < MAX_SIZE; ++i) src[i] = (char) (i * 131 + 7);
     memset(dst, 0, MAX_SIZE + 2 * PAGE);
+    if (argc == 3 && 0 == strcmp(argv[1], "-s")) {
+        size_t n = plain_parse_size(argv[2]);
+        if (0 == n || n > MAX_SIZE) return 1;
+        return scan(dst, src, n);
+    }
 
     double t0 = now_ns();
     bool user = ompi_scale_copy_user_slow();

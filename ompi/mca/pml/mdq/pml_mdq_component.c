@@ -276,7 +276,7 @@ static int mca_pml_mdq_component_register(void)
                       "elsewhere the single copy of a get wins from a few tens of KiB); "
                       "off always uses the rendezvous; always always copies",
                       "pml_mdq_adaptive_copy", mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
-    mca_pml_mdq.adaptive_copy_max = 262144;
+    mca_pml_mdq.adaptive_copy_max = 131072;
     mdq_register_int("adaptive_copy_max",
                      "Largest message (bytes) that pml_mdq_adaptive_copy may copy through BTL "
                      "buffers without handshake instead of getting it with RDMA (above it, the "
