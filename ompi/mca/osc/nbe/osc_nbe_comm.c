@@ -1155,10 +1155,10 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     uint64_t remote = addr + (uint64_t) target_dt->super.true_lb;
     /* a single copy at a slow distance: active messages in an active-target
      * epoch (the target is in MPI for it anyway), a bounce buffer in a
-     * passive one (whose progress must not need the target) */
+     * passive one (whose progress must not need the target); never gathered */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !passive) return 1;
-    if (NULL == request && !slow) {
+    if (NULL == request) {
         rc = ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
                                    remote, len, is_put);
         if (0 == rc) {
