@@ -383,14 +383,13 @@ static void mdq_recv_request_rts(mca_pml_mdq_recv_request_t *req, const mca_pml_
     if (req->length > 0 && req->contig && (rts->m.flags & MDQ_HDR_F_GET)
         && (MDQ_RNDV_AUTO == proto || MDQ_RNDV_RGET == proto) && rts->hlen <= MDQ_MAX_HANDLE) {
         mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&req->ep->btl_rdma, msg->btl);
-        if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)
-            && mca_pml_mdq_rdma_copy_slow(rdma->btl, mdq_ptr_to_u64(req->base), rts->addr,
-                                          req->length)) {
-            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted, 1);
-            mdq_recv_request_pipeline(req); /* fragments copied at safe distances */
-            return;
-        }
         if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_GET)) {
+            if (mca_pml_mdq_rdma_copy_slow(rdma->btl, mdq_ptr_to_u64(req->base), rts->addr,
+                                           req->length)) {
+                OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted, 1);
+                mdq_recv_request_pipeline(req); /* fragments copied at safe distances */
+                return;
+            }
             req->rdma_btl = rdma;
             req->remote_addr = rts->addr;
             memcpy(req->remote_handle, rts + 1, rts->hlen);

@@ -712,17 +712,19 @@ void mca_pml_mdq_cb_cts(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
     if (0 != cts->addr) {
         mca_bml_base_btl_t *rdma = mca_bml_base_btl_array_find(&sendreq->ep->btl_rdma, btl);
         if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_PUT)
-            && mca_pml_mdq_rdma_copy_slow(btl, cts->addr, mdq_ptr_to_u64(mdq_send_base(sendreq)),
-                                          cts->length)) {
-            /* the put's copy would run at a slow distance: stream instead */
-            OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted, 1);
-        } else if (NULL != rdma && (rdma->btl_flags & MCA_BTL_FLAGS_PUT)
-                   && cts->hlen <= MDQ_MAX_HANDLE) {
-            sendreq->rdma_btl = rdma;
-            sendreq->remote_addr = cts->addr;
-            memcpy(sendreq->remote_handle, cts + 1, cts->hlen);
-            sendreq->rdma_pending = 1; /* scheduling reference */
-            sendreq->pending_op = MDQ_PENDING_PUTS;
+            && cts->hlen <= MDQ_MAX_HANDLE) {
+            if (mca_pml_mdq_rdma_copy_slow(btl, cts->addr,
+                                           mdq_ptr_to_u64(mdq_send_base(sendreq)), cts->length)) {
+                /* the put's copy would run at a slow distance: stream instead */
+                OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.rdma_rerouted,
+                                        1);
+            } else {
+                sendreq->rdma_btl = rdma;
+                sendreq->remote_addr = cts->addr;
+                memcpy(sendreq->remote_handle, cts + 1, cts->hlen);
+                sendreq->rdma_pending = 1; /* scheduling reference */
+                sendreq->pending_op = MDQ_PENDING_PUTS;
+            }
         }
     }
     if (NULL == sendreq->rdma_btl) {
