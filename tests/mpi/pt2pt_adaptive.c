@@ -50,7 +50,7 @@ static void unexpected(size_t n)
     enum { K = 8 };
     if (0 == rank) {
         MPI_Request rq[K];
-        unsigned char *b = malloc(K * n);
+        unsigned char *b = page_calloc(K * n);
         for (int k = 0; k < K; k++) {
             fill(b + k * n, n, 100 + k);
             MPI_Isend(b + k * n, (int) n, MPI_BYTE, 1, 10 + k, MPI_COMM_WORLD, &rq[k]);
@@ -162,8 +162,8 @@ int main(int argc, char **argv)
         || mdq_pvar_find("pml_mdq_pipeline_messages", &pipe)) {
         return test_finish();
     }
-    sbuf = malloc(HUGE);
-    rbuf = malloc(HUGE);
+    sbuf = page_calloc(HUGE);
+    rbuf = page_calloc(HUGE);
     c0 = mdq_pvar_read(copies);
     t0 = mdq_pvar_read(timed);
     g0 = mdq_pvar_read(rget);

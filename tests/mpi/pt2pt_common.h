@@ -34,6 +34,22 @@ static inline size_t verify(const unsigned char *b, size_t n, int seed)
     return 0;
 }
 
+/* Zeroed memory that starts on a page. Tests that count protocol choices
+ * take their buffers from it: every copy between such buffers runs at
+ * distance 0 modulo 4 KiB, where the copy guards (pml_mdq_copy_guard,
+ * osc_nbe_copy_guard) never reroute, whatever malloc's layout (which
+ * differs with the environment and with glibc's moving mmap threshold). */
+static inline void *page_calloc(size_t n)
+{
+    size_t len = (n + 4095) & ~(size_t) 4095;
+    void *p = aligned_alloc(4096, len ? len : 4096);
+    if (NULL == p) {
+        fprintf(stderr, "page_calloc: no memory for %zu bytes\n", n);
+        exit(2);
+    }
+    return memset(p, 0, len ? len : 4096);
+}
+
 /* rc must be of error class want (MPI_SUCCESS included) */
 static inline void expect_class(int rc, int want, const char *what)
 {

@@ -45,9 +45,9 @@ static void check_block(const int *mem, int o, int k, int add, const char *phase
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
-    int *mem = calloc((size_t) nprocs * K * MAXB, sizeof(int));
-    int *src = malloc((size_t) K * MAXB * sizeof(int) * (size_t) nprocs);
-    int *back = calloc((size_t) K * MAXB * (size_t) nprocs, sizeof(int));
+    int *mem = page_calloc((size_t) nprocs * K * MAXB * sizeof(int));
+    int *src = page_calloc((size_t) K * MAXB * sizeof(int) * (size_t) nprocs);
+    int *back = page_calloc((size_t) K * MAXB * (size_t) nprocs * sizeof(int));
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) nprocs * K * MAXB * (MPI_Aint) sizeof(int), sizeof(int),
                    MPI_INFO_NULL, MPI_COMM_WORLD, &win);

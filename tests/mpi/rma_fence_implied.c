@@ -44,10 +44,10 @@ int main(int argc, char **argv)
     const int am_rank = nprocs > 2 ? 2 : -1;   /* makes active-message accesses */
 
     /* a create window: an allocate window may be shared memory (no RDMA) */
-    mem = calloc(2, BIG);
+    mem = page_calloc(2 * BIG);
     MPI_Win_create(mem, 2 * BIG, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-    src = malloc(BIG);
-    got = malloc(BIG);
+    src = page_calloc(BIG);
+    got = page_calloc(BIG);
 
     MPI_T_pvar_handle h;
     int idx = mdq_pvar_find_bound("osc_nbe_fence_implied_grants", &win, &h);

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
     mdq_pvar_find("osc_nbe_rdma_direct", &hdirect);
     mdq_pvar_find("osc_nbe_puts_packed", &hpacked);
 
-    unsigned char *mem = calloc(WIN_BYTES, 1), *src = malloc(WIN_BYTES), *dst = malloc(WIN_BYTES);
+    unsigned char *mem = page_calloc(WIN_BYTES), *src = page_calloc(WIN_BYTES), *dst = page_calloc(WIN_BYTES);
     long *acc = calloc(ACC_N, sizeof(long)), *tmp = malloc(ACC_N * sizeof(long));
     MPI_Win_create(mem, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_create(acc, rank ? 0 : ACC_N * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,

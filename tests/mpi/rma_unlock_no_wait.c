@@ -40,8 +40,8 @@ int main(int argc, char **argv)
     test_init(&argc, &argv);
     mdq_pvar_init();
     const int target = 0;
-    int *mem = calloc(n + 1, sizeof(int));    /* array, then the accumulate counter */
-    int *mine = malloc(BIG), *back = malloc(BIG);
+    int *mem = page_calloc((n + 1) * sizeof(int));    /* array, then the accumulate counter */
+    int *mine = page_calloc(BIG), *back = page_calloc(BIG);
     for (long i = 0; i < n; ++i) mine[i] = 1000 + rank;
     MPI_Win_create(mem, (n + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 
