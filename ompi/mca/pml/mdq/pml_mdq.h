@@ -39,7 +39,7 @@ enum {
 /* pml_mdq_adaptive_copy: COPY or RGET above the medium limit */
 enum {
     MDQ_ADAPTIVE_OFF = 0,    /* always the rendezvous (RGET when possible) */
-    MDQ_ADAPTIVE_AUTO = 1,   /* measured per size class (mdq_adapt.h) */
+    MDQ_ADAPTIVE_AUTO = 1,   /* measured per size class (ompi_scale_adapt.h) */
     MDQ_ADAPTIVE_ALWAYS = 2, /* always COPY up to pml_mdq_adaptive_copy_max */
 };
 

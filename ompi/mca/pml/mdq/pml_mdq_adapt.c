@@ -1,5 +1,5 @@
 /*
- * pml/mdq glue of the measured COPY/RGET choice (mdq_adapt.h) for
+ * pml/mdq glue of the measured COPY/RGET choice (ompi_scale_adapt.h) for
  * contiguous messages above the medium limit (up to
  * pml_mdq_adaptive_pipeline_max) sent to a peer that RGET can reach.
  *
@@ -23,11 +23,10 @@
 #include "ompi_config.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include "ompi/mca/bml/base/base.h"
 
-#include "mdq_adapt.h"
+#include "ompi_scale_adapt.h"
 #include "pml_mdq.h"
 #include "pml_mdq_request.h"
 
@@ -38,16 +37,9 @@
 static struct {
     mca_btl_base_module_t *btl;
     bool pipe; /* the sizes above pml_mdq_adaptive_copy_max */
-    mdq_adapt_t *table;
+    ompi_scale_adapt_t *table;
 } mdq_tables[MDQ_ADAPT_TABLES];
 static opal_mutex_t mdq_tables_lock = OPAL_MUTEX_STATIC_INIT;
-
-static uint64_t mdq_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 /* under the lock: the table of btl (streamed sizes or not), created on
  * first use (-1: none left) */
@@ -58,11 +50,11 @@ static int mdq_table_index(mca_btl_base_module_t *btl, bool pipe)
             return i;
         }
         if (NULL == mdq_tables[i].btl) {
-            mdq_adapt_t *t = malloc(sizeof(*t));
+            ompi_scale_adapt_t *t = malloc(sizeof(*t));
             if (NULL == t) {
                 return -1;
             }
-            mdq_adapt_init(t, (uint32_t) (mca_pml_mdq.adaptive_probe_interval > 0
+            ompi_scale_adapt_init(t, (uint32_t) (mca_pml_mdq.adaptive_probe_interval > 0
                                               ? mca_pml_mdq.adaptive_probe_interval : 0),
                            (uint32_t) (mca_pml_mdq.adaptive_copy_sample > 1
                                               ? mca_pml_mdq.adaptive_copy_sample : 1));
@@ -77,24 +69,24 @@ static int mdq_table_index(mca_btl_base_module_t *btl, bool pipe)
 
 static uint64_t mdq_timing_word(int index)
 {
-    return ((uint64_t) (index + 1) << MDQ_TIMING_BITS) | (mdq_now_ns() & MDQ_TIMING_MASK);
+    return ((uint64_t) (index + 1) << MDQ_TIMING_BITS) | (ompi_scale_adapt_now_ns() & MDQ_TIMING_MASK);
 }
 
 /* a timed message of length bytes sent with proto, started at timing, is done */
 static void mdq_adapt_finished(uint64_t timing, size_t length, int proto)
 {
     int index = (int) (timing >> MDQ_TIMING_BITS) - 1;
-    uint64_t ns = (mdq_now_ns() - timing) & MDQ_TIMING_MASK;
+    uint64_t ns = (ompi_scale_adapt_now_ns() - timing) & MDQ_TIMING_MASK;
 
     if (index < 0 || index >= MDQ_ADAPT_TABLES || 0 == length) {
         return;
     }
     OPAL_THREAD_LOCK(&mdq_tables_lock);
     if (NULL != mdq_tables[index].table) {
-        mdq_adapt_record(mdq_tables[index].table, length, proto, ns);
+        ompi_scale_adapt_record(mdq_tables[index].table, length, proto, ns);
         MDQ_VERBOSE(10, "pml:mdq: %s of %zu bytes took %.3f us; now preferred: %s",
-                    MDQ_ADAPT_COPY == proto ? "copy" : "rget", length, ns * 1e-3,
-                    MDQ_ADAPT_COPY == mdq_adapt_preferred(mdq_tables[index].table, length)
+                    OMPI_SCALE_ADAPT_COPY == proto ? "copy" : "rget", length, ns * 1e-3,
+                    OMPI_SCALE_ADAPT_COPY == ompi_scale_adapt_preferred(mdq_tables[index].table, length)
                         ? "copy" : "rget");
     }
     OPAL_THREAD_UNLOCK(&mdq_tables_lock);
@@ -133,18 +125,18 @@ bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_bt
     }
     OPAL_THREAD_LOCK(&mdq_tables_lock);
     index = mdq_table_index(btl, size > (size_t) mca_pml_mdq.adaptive_copy_max);
-    proto = index < 0 ? MDQ_ADAPT_RGET : mdq_adapt_choose(mdq_tables[index].table, size, &timed);
+    proto = index < 0 ? OMPI_SCALE_ADAPT_RDMA : ompi_scale_adapt_choose(mdq_tables[index].table, size, &timed);
     OPAL_THREAD_UNLOCK(&mdq_tables_lock);
     if (timed) {
         sendreq->timing = mdq_timing_word(index);
     }
-    return MDQ_ADAPT_COPY == proto;
+    return OMPI_SCALE_ADAPT_COPY == proto;
 }
 
 void mca_pml_mdq_adapt_rget_done(mca_pml_mdq_send_request_t *sendreq)
 {
     if (0 != sendreq->timing) {
-        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, MDQ_ADAPT_RGET);
+        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, OMPI_SCALE_ADAPT_RDMA);
         sendreq->timing = 0;
     }
 }
@@ -152,7 +144,7 @@ void mca_pml_mdq_adapt_rget_done(mca_pml_mdq_send_request_t *sendreq)
 void mca_pml_mdq_adapt_pipeline_done(mca_pml_mdq_send_request_t *sendreq)
 {
     if (0 != sendreq->timing) {
-        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, MDQ_ADAPT_COPY);
+        mdq_adapt_finished(sendreq->timing, sendreq->req_send.req_bytes_packed, OMPI_SCALE_ADAPT_COPY);
         sendreq->timing = 0;
     }
 }
@@ -179,7 +171,7 @@ void mca_pml_mdq_cb_timed(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         return;
     }
     memcpy(&t, des->des_segments[0].seg_addr.pval, sizeof(t));
-    mdq_adapt_finished(t.timing, t.length, MDQ_ADAPT_COPY);
+    mdq_adapt_finished(t.timing, t.length, OMPI_SCALE_ADAPT_COPY);
 }
 
 void mca_pml_mdq_adapt_fini(void)

@@ -1,11 +1,11 @@
-/* Adaptive COPY/RGET choice of pml/mdq (mdq_adapt): size classes, warm-up,
+/* Adaptive COPY/RDMA choice (ompi_scale_adapt; pml/mdq, osc/nbe): size classes, warm-up,
  * following the faster protocol, probing the other one, noticing a change,
  * and the cost of timing COPY messages. */
-#include "mdq_adapt.h"
+#include "ompi_scale_adapt.h"
 
 #include "check_run.h"
 
-static mdq_adapt_t a;
+static ompi_scale_adapt_t a;
 
 /* drive n messages of size through the chooser, completing each one at
  * once with the given cost per protocol; counts the choices */
@@ -17,15 +17,15 @@ static void run(size_t size, int n, uint64_t copy_ns, uint64_t rget_ns, int *cop
     }
     for (int i = 0; i < n; ++i) {
         bool timed = false;
-        int p = mdq_adapt_choose(&a, size, &timed);
-        if (MDQ_ADAPT_COPY == p) {
+        int p = ompi_scale_adapt_choose(&a, size, &timed);
+        if (OMPI_SCALE_ADAPT_COPY == p) {
             (*copies)++;
             if (timed && NULL != timed_copies) {
                 (*timed_copies)++;
             }
         }
         if (timed) {
-            mdq_adapt_record(&a, size, p, MDQ_ADAPT_COPY == p ? copy_ns : rget_ns);
+            ompi_scale_adapt_record(&a, size, p, OMPI_SCALE_ADAPT_COPY == p ? copy_ns : rget_ns);
         }
     }
 }
@@ -35,59 +35,59 @@ static void run(size_t size, int n, uint64_t copy_ns, uint64_t rget_ns, int *cop
 static int settled(uint32_t probe, int n, uint64_t copy_ns, uint64_t rget_ns)
 {
     int copies;
-    mdq_adapt_init(&a, probe, 1);
+    ompi_scale_adapt_init(&a, probe, 1);
     run(50000, n, copy_ns, rget_ns, &copies, NULL);
-    return mdq_adapt_preferred(&a, 50000);
+    return ompi_scale_adapt_preferred(&a, 50000);
 }
 
 START_TEST(classes_are_powers_of_two)
 {
-    ck_assert_int_eq(mdq_adapt_class_of(1), 0);
-    ck_assert_int_eq(mdq_adapt_class_of(32767), 14);
-    ck_assert_int_eq(mdq_adapt_class_of(32768), 15);
-    ck_assert_int_eq(mdq_adapt_class_of(65535), 15);
-    ck_assert_int_eq(mdq_adapt_class_of(65536), 16);
-    ck_assert_int_eq(mdq_adapt_class_of((size_t) 1 << 40), 40);
-    ck_assert_int_eq(mdq_adapt_class_of(SIZE_MAX), MDQ_ADAPT_CLASSES - 1);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(1), 0);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(32767), 14);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(32768), 15);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(65535), 15);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(65536), 16);
+    ck_assert_int_eq(ompi_scale_adapt_class_of((size_t) 1 << 40), 40);
+    ck_assert_int_eq(ompi_scale_adapt_class_of(SIZE_MAX), OMPI_SCALE_ADAPT_CLASSES - 1);
 }
 END_TEST
 
 START_TEST(warmup_alternates_and_times_everything)
 {
-    mdq_adapt_init(&a, 64, 8);
-    for (int i = 0; i < MDQ_ADAPT_WARMUP; ++i) {
+    ompi_scale_adapt_init(&a, 64, 8);
+    for (int i = 0; i < OMPI_SCALE_ADAPT_WARMUP; ++i) {
         bool timed = false;
-        int p = mdq_adapt_choose(&a, 40000, &timed);
+        int p = ompi_scale_adapt_choose(&a, 40000, &timed);
         ck_assert(timed);
-        ck_assert_int_eq(p, (i & 1) ? MDQ_ADAPT_RGET : MDQ_ADAPT_COPY);
+        ck_assert_int_eq(p, (i & 1) ? OMPI_SCALE_ADAPT_RDMA : OMPI_SCALE_ADAPT_COPY);
     }
     /* nothing measured yet: the rendezvous default */
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 40000), MDQ_ADAPT_RGET);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 40000), OMPI_SCALE_ADAPT_RDMA);
 }
 END_TEST
 
 START_TEST(follows_the_faster_protocol_per_class)
 {
     int copies;
-    mdq_adapt_init(&a, 64, 8);
+    ompi_scale_adapt_init(&a, 64, 8);
     run(40000, 640, 1700, 4800, &copies, NULL); /* copying is cheap */
     run(200000, 640, 26000, 21000, &copies, NULL); /* the get is cheap */
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 40000), MDQ_ADAPT_COPY);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 200000), MDQ_ADAPT_RGET);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_COPY), 1700);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 40000, MDQ_ADAPT_RGET), 4800);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 40000), OMPI_SCALE_ADAPT_COPY);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 200000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 40000, OMPI_SCALE_ADAPT_COPY), 1700);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 40000, OMPI_SCALE_ADAPT_RDMA), 4800);
     /* 640 messages: 2 warm-up copies, then RGET except the early probes at
      * messages 8, 16, 32 and the probes at 64, 128, ..., 576 */
     ck_assert_int_eq(copies, 2 + 3 + 9);
     /* a class never used is untouched */
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 1 << 20, MDQ_ADAPT_COPY), UINT64_MAX);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 1 << 20, OMPI_SCALE_ADAPT_COPY), UINT64_MAX);
 }
 END_TEST
 
 START_TEST(probes_the_other_protocol_every_interval)
 {
     int copies;
-    mdq_adapt_init(&a, 16, 1);
+    ompi_scale_adapt_init(&a, 16, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
     /* after warm-up COPY is faster: 4 more RGETs re-time the protocol in
      * use (messages 4-7), then COPY, except the early probe of RGET at 8
@@ -95,7 +95,7 @@ START_TEST(probes_the_other_protocol_every_interval)
     run(50000, 160, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 160 - 4 - 1 - 10);
     /* probing off: never leaves the preferred protocol once switched */
-    mdq_adapt_init(&a, 0, 1);
+    ompi_scale_adapt_init(&a, 0, 1);
     run(50000, 4, 1000, 3000, &copies, NULL);
     run(50000, 1000, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 1000 - 4);
@@ -106,9 +106,9 @@ END_TEST
 static int one(size_t size, uint64_t copy_ns, uint64_t rget_ns)
 {
     bool timed = false;
-    int p = mdq_adapt_choose(&a, size, &timed);
+    int p = ompi_scale_adapt_choose(&a, size, &timed);
     if (timed) {
-        mdq_adapt_record(&a, size, p, MDQ_ADAPT_COPY == p ? copy_ns : rget_ns);
+        ompi_scale_adapt_record(&a, size, p, OMPI_SCALE_ADAPT_COPY == p ? copy_ns : rget_ns);
     }
     return p;
 }
@@ -119,81 +119,81 @@ START_TEST(cold_first_completions_are_dropped_and_early_probes_settle)
     /* as measured on vader at 256 KiB: the first COPY took 464 us, the
      * first RGET 94 us, then 279 us and 40 us, while copying costs 20 us
      * from then on */
-    mdq_adapt_init(&a, 128, 1);
-    ck_assert_int_eq(one(262144, 464000, 0), MDQ_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 0, 94000), MDQ_ADAPT_RGET);
-    ck_assert_int_eq(one(262144, 279000, 0), MDQ_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 0, 40000), MDQ_ADAPT_RGET);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 262144, MDQ_ADAPT_COPY), 279000);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 262144, MDQ_ADAPT_RGET), 40000);
+    ompi_scale_adapt_init(&a, 128, 1);
+    ck_assert_int_eq(one(262144, 464000, 0), OMPI_SCALE_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 0, 94000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_int_eq(one(262144, 279000, 0), OMPI_SCALE_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 0, 40000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 262144, OMPI_SCALE_ADAPT_COPY), 279000);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 262144, OMPI_SCALE_ADAPT_RDMA), 40000);
     /* messages 4-23: probes at 8 and 16 bring the COPY median to 20 us,
      * 17-20 re-time RGET, COPY from 21 on; with probes only every 128 the
      * class would stay on RGET until message 384 */
     run(262144, 20, 20000, 40000, &copies, NULL);
     ck_assert_int_eq(copies, 2 + 3);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 262144), MDQ_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 20000, 40000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 262144), OMPI_SCALE_ADAPT_COPY);
+    ck_assert_int_eq(one(262144, 20000, 40000), OMPI_SCALE_ADAPT_COPY);
     /* each protocol's first completion only: nothing measured yet */
-    mdq_adapt_init(&a, 128, 1);
-    ck_assert_int_eq(one(50000, 1000, 0), MDQ_ADAPT_COPY);
-    ck_assert_int_eq(one(50000, 0, 3000), MDQ_ADAPT_RGET);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), UINT64_MAX);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_RGET), UINT64_MAX);
+    ompi_scale_adapt_init(&a, 128, 1);
+    ck_assert_int_eq(one(50000, 1000, 0), OMPI_SCALE_ADAPT_COPY);
+    ck_assert_int_eq(one(50000, 0, 3000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_COPY), UINT64_MAX);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_RDMA), UINT64_MAX);
 }
 END_TEST
 
 START_TEST(notices_a_change_after_rechecking)
 {
     int copies;
-    ck_assert_int_eq(settled(8, 200, 1000, 3000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(settled(8, 200, 1000, 3000), OMPI_SCALE_ADAPT_COPY);
     /* copying becomes slow (messages 200-219): 200 probes RGET; after 201
      * and 202 the COPY median is slow; 203-206 re-time COPY; from 207 on
      * RGET, except the probes of COPY at 208 and 216 */
     run(50000, 20, 9000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 2 + 4 + 2);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_RDMA);
     /* and back (220-249): only probes time COPY (224, 232, 240); the
      * median moves with the third, 241-244 re-time RGET, then COPY except
      * the probe at 248 */
     run(50000, 30, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 3 + 4);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_COPY);
 }
 END_TEST
 
 START_TEST(a_burst_of_slow_completions_washes_out)
 {
     int copies;
-    ck_assert_int_eq(settled(64, 100, 4400, 4000), MDQ_ADAPT_RGET); /* a little faster */
+    ck_assert_int_eq(settled(64, 100, 4400, 4000), OMPI_SCALE_ADAPT_RDMA); /* a little faster */
     /* the VM pauses: two RGETs take 25 us and the median jumps */
-    mdq_adapt_record(&a, 50000, MDQ_ADAPT_RGET, 25000);
-    mdq_adapt_record(&a, 50000, MDQ_ADAPT_RGET, 26000);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    ompi_scale_adapt_record(&a, 50000, OMPI_SCALE_ADAPT_RDMA, 25000);
+    ompi_scale_adapt_record(&a, 50000, OMPI_SCALE_ADAPT_RDMA, 26000);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_COPY);
     /* re-timing RGET refills its window: no switch, no COPY */
     run(50000, 20, 4400, 4000, &copies, NULL);
     ck_assert_int_eq(copies, 0);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_RDMA);
 }
 END_TEST
 
 START_TEST(one_outlier_does_not_flip_the_choice)
 {
-    ck_assert_int_eq(settled(64, 100, 1000, 3000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(settled(64, 100, 1000, 3000), OMPI_SCALE_ADAPT_COPY);
     /* a copy that waited for a late receive */
-    mdq_adapt_record(&a, 50000, MDQ_ADAPT_COPY, 500000);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    ompi_scale_adapt_record(&a, 50000, OMPI_SCALE_ADAPT_COPY, 500000);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_COPY);
     /* a lucky one on the other side */
-    ck_assert_int_eq(settled(64, 100, 5000, 3000), MDQ_ADAPT_RGET);
-    mdq_adapt_record(&a, 50000, MDQ_ADAPT_COPY, 100);
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_RGET);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), 5000);
+    ck_assert_int_eq(settled(64, 100, 5000, 3000), OMPI_SCALE_ADAPT_RDMA);
+    ompi_scale_adapt_record(&a, 50000, OMPI_SCALE_ADAPT_COPY, 100);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_COPY), 5000);
 }
 END_TEST
 
 START_TEST(copies_are_timed_one_in_copy_sample)
 {
     int copies, timed;
-    mdq_adapt_init(&a, 0, 8);
+    ompi_scale_adapt_init(&a, 0, 8);
     run(50000, 4, 1000, 3000, &copies, &timed);
     run(50000, 800, 1000, 3000, &copies, &timed);
     ck_assert_int_eq(copies, 800 - 4); /* messages 4-7 re-time RGET */
@@ -205,32 +205,32 @@ START_TEST(unmeasured_rget_loses_to_measured_copy)
 {
     /* every RGET was turned into another protocol by the receiver (no
      * sample ever comes back): COPY, which is measured, is preferred */
-    mdq_adapt_init(&a, 64, 1);
+    ompi_scale_adapt_init(&a, 64, 1);
     for (int i = 0; i < 10; ++i) {
         bool timed;
-        int p = mdq_adapt_choose(&a, 50000, &timed);
-        if (MDQ_ADAPT_COPY == p) {
-            mdq_adapt_record(&a, 50000, p, 5000);
+        int p = ompi_scale_adapt_choose(&a, 50000, &timed);
+        if (OMPI_SCALE_ADAPT_COPY == p) {
+            ompi_scale_adapt_record(&a, 50000, p, 5000);
         }
     }
-    ck_assert_int_eq(mdq_adapt_preferred(&a, 50000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_COPY);
     /* a bad protocol number is ignored */
-    mdq_adapt_record(&a, 50000, 7, 1);
-    ck_assert_uint_eq(mdq_adapt_typical(&a, 50000, MDQ_ADAPT_COPY), 5000);
+    ompi_scale_adapt_record(&a, 50000, 7, 1);
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_COPY), 5000);
 }
 END_TEST
 
 START_TEST(copy_must_win_by_a_margin)
 {
     /* 5 % faster is within the noise: stay with RGET; 10 % faster: COPY */
-    ck_assert_int_eq(settled(64, 100, 3800, 4000), MDQ_ADAPT_RGET);
-    ck_assert_int_eq(settled(64, 100, 3600, 4000), MDQ_ADAPT_COPY);
+    ck_assert_int_eq(settled(64, 100, 3800, 4000), OMPI_SCALE_ADAPT_RDMA);
+    ck_assert_int_eq(settled(64, 100, 3600, 4000), OMPI_SCALE_ADAPT_COPY);
 }
 END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mdq_adapt");
+    Suite *s = suite_create("ompi_scale_adapt");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, classes_are_powers_of_two);
     tcase_add_test(tc, warmup_alternates_and_times_everything);

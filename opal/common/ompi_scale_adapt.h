@@ -1,0 +1,92 @@
+/*
+ * Adaptive choice between two ways of moving a large contiguous transfer
+ * to a peer: COPY (the data goes through BTL send buffers in pieces, the
+ * receiver copying piece k while the sender copies piece k+1) and RDMA
+ * (one single-copy transfer: pml/mdq's RGET, where the receiver pulls the
+ * message with an RDMA get; osc/nbe's put or get by vader's CMA in fence
+ * and PSCW epochs).
+ *
+ * Which one is faster depends on how cheaply the two processes' caches
+ * exchange lines: where they share a cache level, copies are nearly free
+ * and the fixed cost of an RDMA (a system call for CMA) dominates;
+ * where they do not, the single copy wins above a few tens of KiB. The
+ * same binary meets both cases (and a VM can move between them, even from
+ * one launch to the next), so the choice is measured rather than
+ * configured: for each size class
+ * (powers of two) the sender keeps the last completion times of each
+ * protocol (pml: send start to the receiver's acknowledgement) and uses the
+ * one whose recent median is lower (COPY by a margin of 1/16), trying the
+ * other one every probe_interval messages so that a change is noticed.
+ * Before it switches, it times the protocol in use for a window of
+ * messages more: a burst of slow completions (the VM or the peer paused)
+ * then washes out instead of leaving the class on the wrong protocol
+ * until enough probes have refreshed the other one.
+ *
+ * The first completion of each protocol in a class is not kept: it pays
+ * first-touch costs (fresh send buffers, the first registration) that can
+ * be 10-20x the steady cost and would hold the median for several probes.
+ * Probes also come early: besides every probe_interval-th message, the
+ * messages 8, 16, 32, ... below probe_interval probe, so that a class
+ * settles within tens of messages instead of hundreds.
+ *
+ * Pure C, no Open MPI: the caller serialises calls and supplies times.
+ */
+#ifndef OMPI_SCALE_ADAPT_H
+#define OMPI_SCALE_ADAPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+enum { OMPI_SCALE_ADAPT_COPY = 0, OMPI_SCALE_ADAPT_RDMA = 1 };
+
+#define OMPI_SCALE_ADAPT_CLASSES 48 /* size classes: floor(log2(size)) */
+#define OMPI_SCALE_ADAPT_WINDOW 4   /* completion times kept per protocol and class */
+#define OMPI_SCALE_ADAPT_WARMUP 4   /* first messages of a class alternate, all timed */
+
+typedef struct ompi_scale_adapt_class {
+    uint64_t sent;                              /* messages of the class so far */
+    uint64_t window[2][OMPI_SCALE_ADAPT_WINDOW];       /* recent completion times (ns) */
+    uint32_t samples[2];                        /* valid entries in window (saturates) */
+    uint32_t seen[2];                           /* a completion was reported (the first is dropped) */
+    uint32_t next[2];                           /* ring position of the next sample */
+    uint32_t current;                           /* protocol in use after the warm-up */
+    uint32_t recheck;                           /* messages re-timing current before a switch */
+} ompi_scale_adapt_class_t;
+
+typedef struct ompi_scale_adapt {
+    uint32_t probe_interval; /* every Nth message of a class uses the other protocol (0: never) */
+    uint32_t copy_sample;    /* every Nth COPY message is timed (1: all) */
+    ompi_scale_adapt_class_t cls[OMPI_SCALE_ADAPT_CLASSES];
+} ompi_scale_adapt_t;
+
+void ompi_scale_adapt_init(ompi_scale_adapt_t *a, uint32_t probe_interval, uint32_t copy_sample);
+
+/* size class of a message of size bytes (size > 0) */
+int ompi_scale_adapt_class_of(size_t size);
+
+/* Protocol for the next message of size bytes. *timed tells the caller to
+ * measure this message and report it with ompi_scale_adapt_record. */
+int ompi_scale_adapt_choose(ompi_scale_adapt_t *a, size_t size, bool *timed);
+
+/* a timed message of size bytes sent with proto completed after ns */
+void ompi_scale_adapt_record(ompi_scale_adapt_t *a, size_t size, int proto, uint64_t ns);
+
+/* protocol the measurements of the class of size favour (RDMA until both
+ * are measured); the class follows it after a recheck (see above) */
+int ompi_scale_adapt_preferred(const ompi_scale_adapt_t *a, size_t size);
+
+/* median of the recent completion times of proto in the class of size
+ * (UINT64_MAX: none) */
+uint64_t ompi_scale_adapt_typical(const ompi_scale_adapt_t *a, size_t size, int proto);
+
+/* the clock the callers time with: CLOCK_MONOTONIC nanoseconds */
+static inline uint64_t ompi_scale_adapt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+#endif /* OMPI_SCALE_ADAPT_H */
