@@ -16,9 +16,10 @@
  * predecessor ended clean. Each iteration has an epoch of accesses and an
  * empty one (after the target's local stores), so with the rule on every
  * epoch after an empty one qualifies (EPOCHS of them); with
- * NBE_EXPECT_IMPLIED=rdma (vader: RDMA completes in the call) also every
- * epoch after one of RDMA accesses only; with =am (tcp, vader's emulated
- * single copy: RDMA is followed by a counted FIN) only the EPOCHS; with
+ * NBE_EXPECT_IMPLIED=rdma (vader's CMA with osc_nbe_active_cma on: RDMA
+ * completes in the call) also every epoch after one of RDMA accesses only;
+ * with =am (tcp, vader's emulated single copy: RDMA is followed by a
+ * counted FIN; osc_nbe_active_cma off: active messages) only the EPOCHS; with
  * =off (the parameter off) none. A second phase alternates epochs of
  * active messages with epochs of one RDMA put over the same bytes, with no
  * empty epoch between: the put's epoch never qualifies, the next active

@@ -22,6 +22,7 @@
 #include "nbe_ring.h"
 #include "nbe_rwlock.h"
 #include "osc_nbe_lock.h"
+#include "ompi_scale_adapt.h"
 #include "ompi_scale_copy.h"
 
 BEGIN_C_DECLS
@@ -307,6 +308,8 @@ typedef struct ompi_osc_nbe_op {
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
     bool                   refused;    /* the target refused it: no result to unpack */
+    uint64_t               copy_t0;    /* active messages timed for osc_nbe_active_cma (0: not) */
+    size_t                 copy_len;   /* ... of this many bytes */
     bool                   abandoned;  /* see module->abandoned: replies are ignored */
 } ompi_osc_nbe_op_t;
 
@@ -429,8 +432,21 @@ int  ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
 /* heap bytes of the window's batches (bounded by osc_nbe_cma_peers) */
 size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
-/* whether some epoch kind moves len bytes in that direction by RDMA (a
- * test before looking the epoch up) */
+/* Fence and PSCW epochs: vader's CMA or active messages for their
+ * RDMA-sized contiguous puts and gets (osc_nbe_adapt.c,
+ * osc_nbe_active_cma). ompi_osc_nbe_active_fixed: whether b's RDMA goes
+ * without a choice (not vader's CMA, or the parameter says on); false
+ * under off and auto. ompi_osc_nbe_active_choose: the protocol for one
+ * transfer (OMPI_SCALE_ADAPT_RDMA or _COPY); *t0 gets its start time when
+ * it is to be timed, else 0; record reports a timed one. ompi_osc_nbe_is_cma:
+ * b is vader with its CMA single copy. */
+bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b);
+int  ompi_osc_nbe_active_choose(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
+                                uint64_t *t0);
+void ompi_osc_nbe_active_record(size_t len, bool is_put, int proto, uint64_t t0);
+void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c);
+void ompi_osc_nbe_adapt_fini(void);
+bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b);
 /* would the single copy of this transfer over b run at a distance this
  * machine copies slowly (ompi_scale_copy.h: 25x on AMD Zen with FSRM)?
  * ompi_osc_nbe_rdma_now_bounced: ompi_osc_nbe_rdma_now through a bounce
@@ -440,6 +456,8 @@ bool ompi_osc_nbe_rdma_copy_slow(const struct mca_bml_base_btl_t *b, const void 
                                  uint64_t remote, size_t len, bool is_put);
 int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,
                                   int peer, void *local, uint64_t remote, size_t len, bool is_put);
+/* whether some epoch kind moves len bytes in that direction by RDMA (a
+ * test before looking the epoch up) */
 bool ompi_osc_nbe_rdma_sized(size_t len, bool is_put);
 /* contiguous put/get through the BTL's RDMA (from ompi_osc_nbe_rdma_from
  * bytes on): -1 not taken (use active messages), 0 complete at the origin
@@ -453,6 +471,10 @@ void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name,
                                 int level, unsigned value, unsigned *storage);
 void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, bool value, bool *storage);
+/* an int whose values have names (values ends with a NULL name; scope read-only) */
+void ompi_osc_nbe_register_enum(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, const mca_base_var_enum_value_t *values, int value,
+                                int *storage);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);

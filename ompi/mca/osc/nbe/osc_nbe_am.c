@@ -836,15 +836,21 @@ static bool rdma_sized(size_t len, bool is_put, bool passive)
     return 0 != threshold && len >= threshold;
 }
 
-static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
-                                        bool is_put, bool passive)
+/* the RDMA BTL to a peer whatever the size and epoch kind, or NULL */
+static mca_bml_base_btl_t *rdma_btl_any(ompi_osc_nbe_module_t *module, int peer, bool is_put)
 {
-    if (!rdma_sized(len, is_put, passive)) return NULL;
     /* a dynamic window's target checks each access against its attached
      * regions, which only an active message lets it do */
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return NULL;
     parse_remote_complete();
     return rdma_btl(module, peer, is_put);
+}
+
+static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
+                                        bool is_put, bool passive)
+{
+    if (!rdma_sized(len, is_put, passive)) return NULL;
+    return rdma_btl_any(module, peer, is_put);
 }
 
 /* within the BTL's size limit and alignment for one transfer (vader's
@@ -924,12 +930,15 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
     if (!rdma_sized(len, is_put, passive)) return NULL;
     if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put) {
         /* BML endpoints do not change while the window lives */
-        mca_bml_base_btl_t *b = rdma_btl_for(module, peer, len, is_put, passive);
+        mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
         module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
         module->rdma_now_peer = peer;
         module->rdma_now_put = is_put;
     }
     mca_bml_base_btl_t *b = module->rdma_now_btl;
+    /* a fence or PSCW epoch whose protocol osc_nbe_active_cma chooses:
+     * the general path, which times what it chose */
+    if (NULL != b && !passive && !ompi_osc_nbe_active_fixed(b)) return NULL;
     /* until the general path has seen it complete a transfer in the call */
     return NULL != b && btl_completes_in_call(b->btl, is_put) ? b : NULL;
 }
@@ -1025,6 +1034,13 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
      * target); else the plain transfer */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !op->super.passive) return -1;
+    uint64_t t0 = 0;   /* timed for osc_nbe_active_cma */
+    if (!op->super.passive &&
+        OMPI_SCALE_ADAPT_COPY == ompi_osc_nbe_active_choose(b, len, is_put, &t0)) {
+        op->copy_t0 = t0;
+        op->copy_len = len;
+        return -1;
+    }
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;
@@ -1050,7 +1066,10 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
         rdma_completed(op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
-    if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) note_completes_in_call(b->btl, is_put);
+    if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) {
+        note_completes_in_call(b->btl, is_put);
+        if (0 != t0) ompi_osc_nbe_active_record(len, is_put, OMPI_SCALE_ADAPT_RDMA, t0);
+    }
     if (OPAL_SUCCESS != rc && 1 != rc) return -1;
     /* op is gone if the callback ran; if it will run later, MPI_Win_free
      * waits for it */

@@ -81,9 +81,10 @@ static bool vader_uses_cma(void)
     return known;
 }
 
-static bool is_vader(const struct mca_bml_base_btl_t *b)
+bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b)
 {
-    return 0 == strcmp(b->btl->btl_component->btl_version.mca_component_name, "vader");
+    return 0 == strcmp(b->btl->btl_component->btl_version.mca_component_name, "vader") &&
+           vader_uses_cma();
 }
 
 static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch);
@@ -97,7 +98,7 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
                           const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                           bool is_put)
 {
-    if (cma_batch < 2 || NULL == g || g->pid <= 0 || !is_vader(b) || !vader_uses_cma()) return 1;
+    if (cma_batch < 2 || NULL == g || g->pid <= 0 || !ompi_osc_nbe_is_cma(b)) return 1;
     /* within vader's limits, so that vader can take it should the call fail
      * (and a transfer above vader's put limit keeps the fragmenting path) */
     if (!ompi_osc_nbe_rdma_fits(b, local, remote, len, is_put)) return 1;

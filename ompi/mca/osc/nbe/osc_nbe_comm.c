@@ -200,6 +200,10 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
                                  op->result_addr, op->result_count, op->result_dt);
         }
     }
+    if (0 != op->copy_t0 && !op->refused) {
+        ompi_osc_nbe_active_record(op->copy_len, NBE_OP_PUT == op->type, OMPI_SCALE_ADAPT_COPY,
+                                   op->copy_t0);
+    }
     nbe_op_local_done(module->engine, op->super.target);
     request_complete(op->req);
     ompi_osc_nbe_op_free(op);

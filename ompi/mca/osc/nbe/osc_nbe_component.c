@@ -48,6 +48,21 @@ void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *nam
                                            storage);
 }
 
+void ompi_osc_nbe_register_enum(const mca_base_component_t *c, const char *name, const char *desc,
+                                int level, const mca_base_var_enum_value_t *values, int value,
+                                int *storage)
+{
+    char enum_name[64];
+    mca_base_var_enum_t *e = NULL;
+    snprintf(enum_name, sizeof(enum_name), "osc_nbe_%s", name);
+    *storage = value;
+    (void) mca_base_var_enum_create(enum_name, values, &e);
+    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
+                                           (mca_base_var_info_lvl_t) level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+    if (NULL != e) OBJ_RELEASE(e);
+}
+
 static int component_register(void);
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
 static int component_finalize(void);
@@ -296,19 +311,15 @@ static int component_register(void)
 
     /* glibc memcpy's rep movsb is ~25x slower on AMD FSRM CPUs at a short
      * distance (8 KiB: 4.3 instead of 0.16 us on the test EPYC) */
-    mca_base_var_enum_t *guard_enum = NULL;
-    mca_osc_nbe_component.copy_guard = OMPI_SCALE_COPY_GUARD_AUTO;
-    (void) mca_base_var_enum_create("osc_nbe_copy_guard", copy_guard_values, &guard_enum);
-    (void) mca_base_component_var_register(c, "copy_guard",
+    ompi_osc_nbe_register_enum(c, "copy_guard",
         "Copies of RMA data (shared-memory and self put/get, payloads into and out of BTL "
         "fragments, replies) of more than 2048 bytes whose destination is 1..63 bytes past the "
         "source modulo 4 KiB avoid glibc memcpy, whose rep movsb is up to ~25x slower there on "
         "AMD CPUs with FSRM (4K aliasing), and use a loop of vector loads and stores instead. "
         "auto: measured once per process, when the first such copy happens (~0.1 ms); on: "
         "always avoid memcpy at such distances; off: always memcpy",
-        MCA_BASE_VAR_TYPE_INT, guard_enum, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        OPAL_INFO_LVL_6, copy_guard_values, OMPI_SCALE_COPY_GUARD_AUTO,
         &mca_osc_nbe_component.copy_guard);
-    if (NULL != guard_enum) OBJ_RELEASE(guard_enum);
 
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",
@@ -320,6 +331,7 @@ static int component_register(void)
     ompi_osc_nbe_hold_register_params(c);
     ompi_osc_nbe_shm_register_params(c);
     ompi_osc_nbe_cma_register_params(c);
+    ompi_osc_nbe_adapt_register_params(c);
 
     register_pvar("epochs_deferred", "Epochs of this window that could not activate when opened",
                   MCA_BASE_PVAR_CLASS_COUNTER, PV_DEFERRED);
@@ -413,6 +425,7 @@ static int component_finalize(void)
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
+    ompi_osc_nbe_adapt_fini();
     OBJ_DESTRUCT(&mca_osc_nbe_component.ops);
     OBJ_DESTRUCT(&ompi_osc_nbe_big_lock);
     return OMPI_SUCCESS;

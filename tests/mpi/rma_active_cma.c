@@ -1,0 +1,111 @@
+/*
+ * RDMA-sized puts and gets of fence and PSCW epochs, whichever way
+ * osc_nbe_active_cma moves them (vader's CMA, or active messages through
+ * shared-memory fragments, or a measured choice between the two): every
+ * byte lands, including while auto alternates between the two in its
+ * warm-up and probes.
+ *
+ * Ring: each rank puts to its right neighbour and gets from its left one,
+ * 64 KiB and 256 KiB, ROUNDS fence epochs and ROUNDS PSCW epochs per size
+ * and direction. The pvar osc_nbe_active_copied counts the transfers sent
+ * by active messages by choice; with ACTIVE_EXPECT:
+ *  - off: all of this rank's transfers (vader with CMA between the ranks);
+ *  - on, none: none (none: no vader CMA, e.g. tcp);
+ *  - auto: at least 2 per size class and direction (the warm-up alternates
+ *    the first 4: 8 in all) and not all of them.
+ */
+#include "mdq_pvar.h"
+
+#define ROUNDS 24
+#define MAXB (256 * 1024)
+
+static const int sizes[] = { 64 * 1024, MAXB };
+
+int main(int argc, char **argv)
+{
+    test_init(&argc, &argv);
+    const int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs;
+    /* page-aligned (page_calloc): the copy guard never sends these by
+     * active messages for their distance, which the count would include */
+    unsigned char *mem = page_calloc(2 * MAXB);   /* [0, MAXB): puts land; [MAXB, 2 MAXB): gets read */
+    unsigned char *src = page_calloc(MAXB), *got = page_calloc(MAXB);
+    MPI_Win win;
+    MPI_Win_create(mem, 2 * MAXB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+    mdq_pvar_init();
+    MPI_T_pvar_handle h;
+    int have = 0 == mdq_pvar_find("osc_nbe_active_copied", &h);
+    unsigned long long before = have ? mdq_pvar_read(h) : 0;
+
+    int from_left[2] = { left, left }, to_right[2] = { right, right };
+    MPI_Group gl = world_ranks_group(from_left, 1), gr = world_ranks_group(to_right, 1);
+    int transfers = 0;
+    for (int s = 0; s < 2; ++s) {
+        int n = sizes[s];
+        for (int pscw = 0; pscw < 2; ++pscw) {
+            for (int r = 0; r < ROUNDS; ++r) {
+                int seed = (s * 2 + pscw) * 1000 + r;
+                /* what this rank's window offers to gets, and what it puts */
+                fill(mem + MAXB, (size_t) n, seed * 7 + rank);
+                fill(src, (size_t) n, seed * 3 + rank);
+                if (pscw) {
+                    /* expose to the left (which puts to us), access the right,
+                     * and the other way round for the get below */
+                    MPI_Win_post(gl, 0, win);
+                    MPI_Win_start(gr, 0, win);
+                } else {
+                    MPI_Win_fence(0, win);
+                }
+                CHECK(MPI_SUCCESS == MPI_Put(src, n, MPI_BYTE, right, 0, n, MPI_BYTE, win), "put");
+                if (pscw) {
+                    MPI_Win_complete(win);
+                    MPI_Win_wait(win);
+                    MPI_Win_post(gr, 0, win);
+                    MPI_Win_start(gl, 0, win);
+                } else {
+                    MPI_Win_fence(0, win);
+                }
+                CHECK(MPI_SUCCESS == MPI_Get(got, n, MPI_BYTE, left, MAXB, n, MPI_BYTE, win), "get");
+                if (pscw) {
+                    MPI_Win_complete(win);
+                    MPI_Win_wait(win);
+                } else {
+                    MPI_Win_fence(0, win);
+                }
+                transfers += 2;
+                size_t bad = verify(mem, (size_t) n, seed * 3 + left);
+                CHECK(0 == bad, "%s %d B round %d: put byte %zu from %d differs", pscw ? "pscw" : "fence",
+                      n, r, bad - 1, left);
+                bad = verify(got, (size_t) n, seed * 7 + left);
+                CHECK(0 == bad, "%s %d B round %d: get byte %zu from %d differs", pscw ? "pscw" : "fence",
+                      n, r, bad - 1, left);
+                /* no rank stores into its window for the next round before
+                 * its neighbours are done with this one */
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+        }
+    }
+    unsigned long long copied = have ? mdq_pvar_read(h) - before : 0;
+    const char *expect = getenv("ACTIVE_EXPECT");
+    if (have && expect && nprocs > 1) {
+        if (0 == strcmp(expect, "off")) {
+            CHECK(copied == (unsigned long long) transfers, "off: %llu of %d transfers by active "
+                  "messages", copied, transfers);
+        } else if (0 == strcmp(expect, "on") || 0 == strcmp(expect, "none")) {
+            CHECK(0 == copied, "%s: %llu transfers by active messages", expect, copied);
+        } else if (0 == strcmp(expect, "auto")) {
+            CHECK(copied >= 8 && copied < (unsigned long long) transfers,
+                  "auto: %llu of %d transfers by active messages (want 8 or more, not all)", copied,
+                  transfers);
+        }
+    }
+    if (0 == rank && have) printf("active messages by choice: %llu of %d transfers\n", copied, transfers);
+    MPI_Group_free(&gl);
+    MPI_Group_free(&gr);
+    MPI_Win_free(&win);
+    free(mem);
+    free(src);
+    free(got);
+    mdq_pvar_fini();
+    return test_finish();
+}
