@@ -161,9 +161,10 @@ int main(int argc, char **argv)
         MPI_Win_unlock(rank, win);
     }
 
-    /* 5. a fence epoch (RDMA from osc_nbe_rdma_active_threshold, 32 KiB):
-     * gets of next's blocks (the values of phase 2), puts to prev, both
-     * complete at the closing fence */
+    /* 5. a fence epoch (RDMA from osc_nbe_rdma_active_threshold, 32 KiB;
+     * gathered under osc_nbe_active_cma on, else CMA or active messages as
+     * measured): gets of next's blocks (the values of phase 2), puts to
+     * prev, both complete at the closing fence */
     MPI_Win_fence(0, win);
     if (nprocs > 1) {
         for (int k = 0; k < K; ++k) {

@@ -273,8 +273,9 @@ static int component_register(void)
      * through a BTL fragment less, and a fence or PSCW target is in MPI anyway */
     ompi_osc_nbe_register_uint(c, "rdma_active_threshold",
         "Contiguous puts and gets of a fence or PSCW epoch of at least this many bytes use the "
-        "BTL's RDMA instead of active messages (0: never). The target of these epochs enters "
-        "MPI to end them, so active messages cost it no extra wait for progress",
+        "BTL's RDMA instead of active messages (0: never; over vader with CMA as "
+        "osc_nbe_active_cma decides). The target of these epochs enters MPI to end them, so "
+        "active messages cost it no extra wait for progress",
         OPAL_INFO_LVL_5, 32768, &mca_osc_nbe_component.rdma_active_threshold);
 
     ompi_osc_nbe_register_bool(c, "fence_implied_grants",
