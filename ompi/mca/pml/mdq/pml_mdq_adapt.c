@@ -55,9 +55,9 @@ static int mdq_table_index(mca_btl_base_module_t *btl, bool pipe)
                 return -1;
             }
             ompi_scale_adapt_init(t, (uint32_t) (mca_pml_mdq.adaptive_probe_interval > 0
-                                              ? mca_pml_mdq.adaptive_probe_interval : 0),
-                           (uint32_t) (mca_pml_mdq.adaptive_copy_sample > 1
-                                              ? mca_pml_mdq.adaptive_copy_sample : 1));
+                                                     ? mca_pml_mdq.adaptive_probe_interval : 0),
+                                  (uint32_t) (mca_pml_mdq.adaptive_copy_sample > 1
+                                                     ? mca_pml_mdq.adaptive_copy_sample : 1));
             mdq_tables[i].btl = btl;
             mdq_tables[i].pipe = pipe;
             mdq_tables[i].table = t;
@@ -125,7 +125,8 @@ bool mca_pml_mdq_adapt_copy(mca_pml_mdq_send_request_t *sendreq, mca_bml_base_bt
     }
     OPAL_THREAD_LOCK(&mdq_tables_lock);
     index = mdq_table_index(btl, size > (size_t) mca_pml_mdq.adaptive_copy_max);
-    proto = index < 0 ? OMPI_SCALE_ADAPT_RDMA : ompi_scale_adapt_choose(mdq_tables[index].table, size, &timed);
+    proto = index < 0 ? OMPI_SCALE_ADAPT_RDMA
+                      : ompi_scale_adapt_choose(mdq_tables[index].table, size, &timed);
     OPAL_THREAD_UNLOCK(&mdq_tables_lock);
     if (timed) {
         sendreq->timing = mdq_timing_word(index);
