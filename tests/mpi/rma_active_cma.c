@@ -37,8 +37,7 @@ int main(int argc, char **argv)
     int have = 0 == mdq_pvar_find("osc_nbe_active_copied", &h);
     unsigned long long before = have ? mdq_pvar_read(h) : 0;
 
-    int from_left[2] = { left, left }, to_right[2] = { right, right };
-    MPI_Group gl = world_ranks_group(from_left, 1), gr = world_ranks_group(to_right, 1);
+    MPI_Group gl = world_ranks_group(&left, 1), gr = world_ranks_group(&right, 1);
     int transfers = 0;
     for (int s = 0; s < 2; ++s) {
         int n = sizes[s];
