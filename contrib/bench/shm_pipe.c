@@ -7,7 +7,8 @@
  *
  *   contrib/bench/shm_pipe [-i ITERS] [-l LAUNCHES] [SIZE]   (default 1M, 500, 1)
  *
- * Prints one line per launch (a fresh process pair each time): the median
+ * Prints one line per launch (a fresh child and shared mapping each time;
+ * the parent stays): the median
  * and the best microseconds per transfer, and the median time of one
  * sender-side slot copy. On the test VM the launches fall into two modes
  * (docs/bench-rma.md, session 18): in some, every copy costs 2-3x more,
@@ -123,7 +124,7 @@ static int launch(int index, size_t size, int iters)
         per[it] = now_ns() - t0;
     }
     waitpid(child, NULL, 0);
-    uint64_t med = median(per, (size_t) iters), best = per[0];
+    uint64_t med = median(per, (size_t) iters), best = per[0];   /* median() sorted per */
     printf("%6d %10zu %12.2f %12.2f %14.2f\n", index, size, med * 1e-3, best * 1e-3,
            median(copy, c) * 1e-3);
     munmap(sh, sizeof(*sh));

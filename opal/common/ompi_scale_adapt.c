@@ -55,14 +55,14 @@ static uint64_t class_typical(const ompi_scale_adapt_class_t *c, int proto)
 static int class_preferred(const ompi_scale_adapt_class_t *c)
 {
     uint64_t copy = class_typical(c, OMPI_SCALE_ADAPT_COPY);
-    uint64_t rget = class_typical(c, OMPI_SCALE_ADAPT_RDMA);
+    uint64_t rdma = class_typical(c, OMPI_SCALE_ADAPT_RDMA);
     if (UINT64_MAX == copy) {
         return OMPI_SCALE_ADAPT_RDMA;
     }
-    if (UINT64_MAX == rget) {
+    if (UINT64_MAX == rdma) {
         return OMPI_SCALE_ADAPT_COPY;
     }
-    return copy + copy / 16 < rget ? OMPI_SCALE_ADAPT_COPY : OMPI_SCALE_ADAPT_RDMA;
+    return copy + copy / 16 < rdma ? OMPI_SCALE_ADAPT_COPY : OMPI_SCALE_ADAPT_RDMA;
 }
 
 /* messages 2*WARMUP, 4*WARMUP, ... (powers of two) below the interval */

@@ -7,12 +7,16 @@
  *
  * Ring: each rank puts to its right neighbour and gets from its left one,
  * 64 KiB and 256 KiB, ROUNDS fence epochs and ROUNDS PSCW epochs per size
- * and direction. The pvar osc_nbe_active_copied counts the transfers sent
- * by active messages by choice; with ACTIVE_EXPECT:
- *  - off: all of this rank's transfers (vader with CMA between the ranks);
- *  - on, none: none (none: no vader CMA, e.g. tcp);
- *  - auto: at least 2 per size class and direction (the warm-up alternates
- *    the first 4: 8 in all) and not all of them.
+ * and direction; then a lock epoch of the same, which keeps RDMA whatever
+ * the setting. The pvar osc_nbe_active_copied counts the transfers sent
+ * by active messages by choice, osc_nbe_active_cma_timed the CMA ones whose
+ * time was recorded; with ACTIVE_EXPECT (vader with CMA between the ranks):
+ *  - off: all of this rank's fence/PSCW transfers copied, none timed;
+ *  - on, none: none copied (none: no vader CMA, e.g. tcp);
+ *  - auto: at least 2 per size class and direction copied and 2 timed by
+ *    CMA (the warm-up alternates the first 4: 8 of each in all), and not
+ *    all copied;
+ * and with any of them the lock epoch copies nothing.
  */
 #include "mdq_pvar.h"
 
@@ -33,9 +37,10 @@ int main(int argc, char **argv)
     MPI_Win_create(mem, 2 * MAXB, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     mdq_pvar_init();
-    MPI_T_pvar_handle h;
-    int have = 0 == mdq_pvar_find("osc_nbe_active_copied", &h);
-    unsigned long long before = have ? mdq_pvar_read(h) : 0;
+    MPI_T_pvar_handle h, ht;
+    int have = 0 == mdq_pvar_find("osc_nbe_active_copied", &h) &&
+               0 == mdq_pvar_find("osc_nbe_active_cma_timed", &ht);
+    unsigned long long before = have ? mdq_pvar_read(h) : 0, timed0 = have ? mdq_pvar_read(ht) : 0;
 
     MPI_Group gl = world_ranks_group(&left, 1), gr = world_ranks_group(&right, 1);
     int transfers = 0;
@@ -85,20 +90,41 @@ int main(int argc, char **argv)
         }
     }
     unsigned long long copied = have ? mdq_pvar_read(h) - before : 0;
+    unsigned long long timed = have ? mdq_pvar_read(ht) - timed0 : 0;
+
+    /* a passive epoch: RDMA whatever osc_nbe_active_cma says */
+    for (int s = 0; s < 2; ++s) {
+        int n = sizes[s], seed = 9000 + s;
+        fill(src, (size_t) n, seed + rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(MPI_SUCCESS == MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win), "lock");
+        CHECK(MPI_SUCCESS == MPI_Put(src, n, MPI_BYTE, right, 0, n, MPI_BYTE, win), "lock put");
+        CHECK(MPI_SUCCESS == MPI_Win_unlock(right, win), "unlock");
+        MPI_Barrier(MPI_COMM_WORLD);
+        size_t bad = verify(mem, (size_t) n, seed + left);
+        CHECK(0 == bad, "lock %d B: put byte %zu from %d differs", n, bad - 1, left);
+    }
+    unsigned long long copied_passive = have ? mdq_pvar_read(h) - before - copied : 0;
+    CHECK(0 == copied_passive, "%llu puts of a lock epoch went by active messages by choice",
+          copied_passive);
+
     const char *expect = getenv("ACTIVE_EXPECT");
     if (have && expect && nprocs > 1) {
         if (0 == strcmp(expect, "off")) {
-            CHECK(copied == (unsigned long long) transfers, "off: %llu of %d transfers by active "
-                  "messages", copied, transfers);
+            CHECK(copied == (unsigned long long) transfers && 0 == timed, "off: %llu of %d "
+                  "transfers by active messages, %llu CMA ones timed", copied, transfers, timed);
         } else if (0 == strcmp(expect, "on") || 0 == strcmp(expect, "none")) {
             CHECK(0 == copied, "%s: %llu transfers by active messages", expect, copied);
         } else if (0 == strcmp(expect, "auto")) {
-            CHECK(copied >= 8 && copied < (unsigned long long) transfers,
-                  "auto: %llu of %d transfers by active messages (want 8 or more, not all)", copied,
-                  transfers);
+            CHECK(copied >= 8 && copied < (unsigned long long) transfers && timed >= 8,
+                  "auto: %llu of %d transfers by active messages, %llu by CMA timed (want 8 or "
+                  "more of both, not all by active messages)", copied, transfers, timed);
         }
     }
-    if (0 == rank && have) printf("active messages by choice: %llu of %d transfers\n", copied, transfers);
+    if (0 == rank && have) {
+        printf("active messages by choice: %llu of %d transfers; CMA timed: %llu\n", copied,
+               transfers, timed);
+    }
     MPI_Group_free(&gl);
     MPI_Group_free(&gr);
     MPI_Win_free(&win);

@@ -158,6 +158,8 @@ typedef struct ompi_osc_nbe_module {
     int                    rdma_now_peer;
     int                    rdma_now_put;
     struct mca_bml_base_btl_t *rdma_now_btl;
+    bool                   rdma_now_fixed; /* ... goes by RDMA in fence/PSCW epochs too
+                                            * (ompi_osc_nbe_active_fixed) */
     /* RDMA gathered for CMA calls (osc_nbe_cma.c): cma_lanes batches, one
      * per peer and direction in use (allocated on first use) */
     struct nbe_cma_batch  *cma;
@@ -308,8 +310,8 @@ typedef struct ompi_osc_nbe_op {
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
     bool                   refused;    /* the target refused it: no result to unpack */
-    uint64_t               copy_t0;    /* active messages timed for osc_nbe_active_cma (0: not) */
-    size_t                 copy_len;   /* ... of this many bytes */
+    uint64_t               adapt_t0;   /* timed for osc_nbe_active_cma from then (0: not) */
+    int                    adapt_proto;/* ... as OMPI_SCALE_ADAPT_COPY or _RDMA */
     bool                   abandoned;  /* see module->abandoned: replies are ignored */
 } ompi_osc_nbe_op_t;
 
@@ -406,7 +408,9 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive);
  * BTL to peer if a contiguous transfer of len bytes in this epoch kind
  * goes by RDMA (the threshold) on a BTL of osc_nbe_rdma_remote_complete
  * that has been seen completing a transfer inside the btl_put/btl_get
- * call (cached per window), else NULL. ompi_osc_nbe_rdma_now moves the
+ * call (cached per window), else NULL (also in a fence or PSCW epoch
+ * whose protocol osc_nbe_active_cma chooses: the general path decides and
+ * times it). ompi_osc_nbe_rdma_now moves the
  * data with it, for a call nbe_rma_ready allowed: 0 when the data is in
  * place; 1 when the BTL refused (busy, error): use the general path; or
  * an MPI error (the window failed). */
@@ -436,14 +440,15 @@ void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
  * RDMA-sized contiguous puts and gets (osc_nbe_adapt.c,
  * osc_nbe_active_cma). ompi_osc_nbe_active_fixed: whether b's RDMA goes
  * without a choice (not vader's CMA, or the parameter says on); false
- * under off and auto. ompi_osc_nbe_active_choose: the protocol for one
- * transfer (OMPI_SCALE_ADAPT_RDMA or _COPY); *t0 gets its start time when
- * it is to be timed, else 0; record reports a timed one. ompi_osc_nbe_is_cma:
- * b is vader with its CMA single copy. */
+ * under off and auto. ompi_osc_nbe_active_choose: the protocol for op, a
+ * transfer of len bytes over b (OMPI_SCALE_ADAPT_RDMA or _COPY); when it
+ * is to be timed, op->adapt_t0 and adapt_proto are set, and
+ * ompi_osc_nbe_op_local_complete reports it by ompi_osc_nbe_active_record.
+ * ompi_osc_nbe_is_cma: b is vader with its CMA single copy. */
 bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b);
-int  ompi_osc_nbe_active_choose(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
-                                uint64_t *t0);
-void ompi_osc_nbe_active_record(size_t len, bool is_put, int proto, uint64_t t0);
+int  ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
+                                size_t len, bool is_put);
+void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len);
 void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_adapt_fini(void);
 bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b);
@@ -471,10 +476,6 @@ void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name,
                                 int level, unsigned value, unsigned *storage);
 void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, bool value, bool *storage);
-/* an int whose values have names (values ends with a NULL name; scope read-only) */
-void ompi_osc_nbe_register_enum(const mca_base_component_t *c, const char *name, const char *desc,
-                                int level, const mca_base_var_enum_value_t *values, int value,
-                                int *storage);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);

@@ -12,12 +12,16 @@
  * (docs/bench-rma/s18/am-vs-cma-fence-put.txt). Under auto the choice is
  * measured, like pml/mdq's COPY/RGET (ompi_scale_adapt.h), with one table
  * per direction for the whole process (all windows, all peers on this
- * node):
- *  - RDMA: the CMA transfer, timed when it completes in the call;
- *  - COPY: from issue until the op is complete at the origin: a put's
- *    last fragment handed to vader (the target's copy of that piece is not
- *    seen; the ones before it slow the origin down when they are slow), a
- *    get's last reply copied in.
+ * node). What is timed:
+ *  - RDMA: from issue until the op completes at the origin, which for
+ *    vader's CMA is the call (a FIN, where one follows, is not waited for);
+ *  - COPY: from issue until the op completes at the origin: a put's last
+ *    fragment handed to vader, a get's last reply copied in.
+ * So an active-message put is timed without the target's copy of its last
+ * fragment (it leans towards active messages by about one fragment copy;
+ * the copies before it slow the origin down when they are slow), and an
+ * active-message get with the wait for the target's progress (it leans
+ * towards CMA when the target is late).
  * A target of these epochs is in MPI to end them, so active messages cost
  * it no extra wait. Passive-target epochs keep RDMA: their progress must
  * not need the target.
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 
 #include "ompi_scale_adapt.h"
+#include "ompi_scale_common.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 
@@ -39,28 +44,36 @@ static const mca_base_var_enum_value_t active_cma_values[] = {
     { 0, NULL },
 };
 
-/* every Nth transfer of a size class tries the other protocol (as
- * pml_mdq_adaptive_probe_interval's default) */
-#define ACTIVE_PROBE_INTERVAL 128
-
+static unsigned probe_interval;           /* MCA: every Nth transfer of a class tries the other */
 static ompi_scale_adapt_t *tables[2];     /* [is_put], created on first use */
 static unsigned long long pv_copied;      /* transfers moved by active messages by choice */
+static unsigned long long pv_cma_timed;   /* CMA transfers whose time was recorded */
 
 void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c)
 {
-    ompi_osc_nbe_register_enum(c, "active_cma",
+    ompi_scale_register_enum(c, "active_cma",
         "How fence and PSCW epochs move their contiguous puts and gets from "
-        "osc_nbe_rdma_active_threshold bytes over vader with CMA. on: CMA's single copy; off: "
-        "active messages through vader's shared-memory fragments (two copies the origin and "
-        "the target overlap; the target is in MPI to end these epochs anyway); auto: the "
-        "one measured faster lately, per direction and size class (powers of two), trying the "
-        "other one every 128th transfer (which is faster depends on how cheaply the two "
-        "processes' caches trade lines, and can change while a job runs). Passive-target "
-        "epochs always keep CMA: their progress must not need the target",
-        OPAL_INFO_LVL_5, active_cma_values, ACTIVE_CMA_AUTO, &active_cma);
+        "osc_nbe_rdma_active_threshold bytes over vader with CMA. on: CMA's single copy (except "
+        "at the copy distances osc_nbe_copy_guard avoids); off: active messages through "
+        "vader's shared-memory fragments (two copies the origin and the target overlap; the "
+        "target is in MPI to end these epochs anyway); auto: per direction and size class "
+        "(powers of two), the one whose recent transfers completed sooner at the origin, trying "
+        "the other one every osc_nbe_active_probe_interval transfers and early in a class "
+        "(which is faster depends on how cheaply the two processes' caches trade lines, and "
+        "can change while a job runs). Passive-target epochs always keep CMA: their progress "
+        "must not need the target",
+        OPAL_INFO_LVL_5, active_cma_values, &active_cma);
+    ompi_osc_nbe_register_uint(c, "active_probe_interval",
+        "osc_nbe_active_cma auto: every Nth transfer of a size class uses the protocol not "
+        "preferred, so that a change of costs is noticed (0: never after the first 4 "
+        "transfers of the class)",
+        OPAL_INFO_LVL_9, 128, &probe_interval);
     ompi_osc_nbe_register_counter(c, "active_copied",
         "Puts and gets of fence and PSCW epochs that osc_nbe_active_cma sent by active messages "
         "instead of vader's CMA", &pv_copied);
+    ompi_osc_nbe_register_counter(c, "active_cma_timed",
+        "Puts and gets of fence and PSCW epochs moved by vader's CMA whose time "
+        "osc_nbe_active_cma auto recorded", &pv_cma_timed);
 }
 
 void ompi_osc_nbe_adapt_fini(void)
@@ -76,37 +89,43 @@ bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b)
     return ACTIVE_CMA_ON == active_cma || !ompi_osc_nbe_is_cma(b);
 }
 
-int ompi_osc_nbe_active_choose(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
-                               uint64_t *t0)
+int ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
+                               size_t len, bool is_put)
 {
-    *t0 = 0;
     if (ompi_osc_nbe_active_fixed(b)) return OMPI_SCALE_ADAPT_RDMA;
     int proto = OMPI_SCALE_ADAPT_COPY;
     if (ACTIVE_CMA_AUTO == active_cma) {
         ompi_scale_adapt_t **t = &tables[is_put];
         if (NULL == *t && NULL != (*t = malloc(sizeof(**t)))) {
-            ompi_scale_adapt_init(*t, ACTIVE_PROBE_INTERVAL, 1);
+            ompi_scale_adapt_init(*t, probe_interval, 1);
         }
         if (NULL == *t) return OMPI_SCALE_ADAPT_RDMA;   /* no memory: as before this choice */
         bool timed = false;
         proto = ompi_scale_adapt_choose(*t, len, &timed);
-        if (timed) *t0 = ompi_scale_adapt_now_ns();
+        if (timed) {
+            op->adapt_t0 = ompi_scale_adapt_now_ns();
+            op->adapt_proto = proto;
+        }
     }
     if (OMPI_SCALE_ADAPT_COPY == proto) pv_copied++;
     return proto;
 }
 
-void ompi_osc_nbe_active_record(size_t len, bool is_put, int proto, uint64_t t0)
+void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len)
 {
+    bool is_put = NBE_OP_PUT == op->type;
     ompi_scale_adapt_t *t = tables[is_put];
     if (NULL == t) return;
-    uint64_t ns = ompi_scale_adapt_now_ns() - t0;
-    ompi_scale_adapt_record(t, len, proto, ns);
-    opal_output_verbose(30, mca_osc_nbe_component.output,
-                        "osc/nbe: active-epoch %s of %zu B by %s took %llu ns (medians: active "
-                        "messages %llu, CMA %llu)", is_put ? "put" : "get", len,
-                        OMPI_SCALE_ADAPT_COPY == proto ? "active messages" : "CMA",
-                        (unsigned long long) ns,
-                        (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_COPY),
-                        (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_RDMA));
+    uint64_t ns = ompi_scale_adapt_now_ns() - op->adapt_t0;
+    ompi_scale_adapt_record(t, len, op->adapt_proto, ns);
+    if (OMPI_SCALE_ADAPT_RDMA == op->adapt_proto) pv_cma_timed++;
+    if (mca_osc_nbe_component.verbose >= 30) {
+        opal_output(mca_osc_nbe_component.output,
+                    "osc/nbe: active-epoch %s of %zu B by %s took %llu ns (medians: active "
+                    "messages %llu, CMA %llu)", is_put ? "put" : "get", len,
+                    OMPI_SCALE_ADAPT_COPY == op->adapt_proto ? "active messages" : "CMA",
+                    (unsigned long long) ns,
+                    (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_COPY),
+                    (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_RDMA));
+    }
 }

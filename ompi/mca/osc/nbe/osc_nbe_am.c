@@ -932,13 +932,14 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
         /* BML endpoints do not change while the window lives */
         mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
         module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
+        module->rdma_now_fixed = NULL != b && ompi_osc_nbe_active_fixed(b);
         module->rdma_now_peer = peer;
         module->rdma_now_put = is_put;
     }
     mca_bml_base_btl_t *b = module->rdma_now_btl;
     /* a fence or PSCW epoch whose protocol osc_nbe_active_cma chooses:
      * the general path, which times what it chose */
-    if (NULL != b && !passive && !ompi_osc_nbe_active_fixed(b)) return NULL;
+    if (NULL != b && !passive && !module->rdma_now_fixed) return NULL;
     /* until the general path has seen it complete a transfer in the call */
     return NULL != b && btl_completes_in_call(b->btl, is_put) ? b : NULL;
 }
@@ -1034,11 +1035,8 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
      * target); else the plain transfer */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !op->super.passive) return -1;
-    uint64_t t0 = 0;   /* timed for osc_nbe_active_cma */
     if (!op->super.passive &&
-        OMPI_SCALE_ADAPT_COPY == ompi_osc_nbe_active_choose(b, len, is_put, &t0)) {
-        op->copy_t0 = t0;
-        op->copy_len = len;
+        OMPI_SCALE_ADAPT_COPY == ompi_osc_nbe_active_choose(op, b, len, is_put)) {
         return -1;
     }
     rdma_issuing = op;
@@ -1066,11 +1064,11 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
         rdma_completed(op, OPAL_SUCCESS);
     }
     rdma_issuing = NULL;
-    if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) {
-        note_completes_in_call(b->btl, is_put);
-        if (0 != t0) ompi_osc_nbe_active_record(len, is_put, OMPI_SCALE_ADAPT_RDMA, t0);
+    if (rdma_cb_ran && rdma_sync_done && OPAL_SUCCESS == rc) note_completes_in_call(b->btl, is_put);
+    if (OPAL_SUCCESS != rc && 1 != rc) {
+        op->adapt_t0 = 0;   /* active messages after all: not a CMA time */
+        return -1;
     }
-    if (OPAL_SUCCESS != rc && 1 != rc) return -1;
     /* op is gone if the callback ran; if it will run later, MPI_Win_free
      * waits for it */
     if (!rdma_cb_ran) module->rdma_in_flight++;

@@ -200,9 +200,8 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
                                  op->result_addr, op->result_count, op->result_dt);
         }
     }
-    if (0 != op->copy_t0 && !op->refused) {
-        ompi_osc_nbe_active_record(op->copy_len, NBE_OP_PUT == op->type, OMPI_SCALE_ADAPT_COPY,
-                                   op->copy_t0);
+    if (0 != op->adapt_t0 && !op->refused) {
+        ompi_osc_nbe_active_record(op, dt_bytes(op->origin_dt, op->origin_count));
     }
     nbe_op_local_done(module->engine, op->super.target);
     request_complete(op->req);
@@ -1122,7 +1121,9 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
  * now, contiguous data on both sides, at least the epoch's RDMA threshold.
  * The data moves before the call returns, so no op object, no issue
  * callback and nothing counted (like try_direct); an MPI_Rput/MPI_Rget
- * gets a request complete already. Returns 1 if the call was not taken.
+ * gets a request complete already. Not for fence and PSCW epochs over
+ * vader's CMA unless osc_nbe_active_cma is on (the general path chooses
+ * and times those). Returns 1 if the call was not taken.
  */
 static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin,
                         int origin_count, ompi_datatype_t *origin_dt, int target,
@@ -1167,7 +1168,7 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
                                    remote, len, is_put);
         if (0 == rc) {
             /* gathered: moves with the others at the window's next
-             * synchronization (any epoch kind: each one's end submits) */
+             * synchronization (each epoch kind's end submits) */
             nbe_rma_direct_again(module->engine);
             module->bytes += len;
             return OMPI_SUCCESS;

@@ -48,21 +48,6 @@ void ompi_osc_nbe_register_string(const mca_base_component_t *c, const char *nam
                                            storage);
 }
 
-void ompi_osc_nbe_register_enum(const mca_base_component_t *c, const char *name, const char *desc,
-                                int level, const mca_base_var_enum_value_t *values, int value,
-                                int *storage)
-{
-    char enum_name[64];
-    mca_base_var_enum_t *e = NULL;
-    snprintf(enum_name, sizeof(enum_name), "osc_nbe_%s", name);
-    *storage = value;
-    (void) mca_base_var_enum_create(enum_name, values, &e);
-    (void) mca_base_component_var_register(c, name, desc, MCA_BASE_VAR_TYPE_INT, e, 0, 0,
-                                           (mca_base_var_info_lvl_t) level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
-    if (NULL != e) OBJ_RELEASE(e);
-}
-
 static int component_register(void);
 static int component_init(bool enable_progress_threads, bool enable_mpi_threads);
 static int component_finalize(void);
@@ -312,15 +297,15 @@ static int component_register(void)
 
     /* glibc memcpy's rep movsb is ~25x slower on AMD FSRM CPUs at a short
      * distance (8 KiB: 4.3 instead of 0.16 us on the test EPYC) */
-    ompi_osc_nbe_register_enum(c, "copy_guard",
+    mca_osc_nbe_component.copy_guard = OMPI_SCALE_COPY_GUARD_AUTO;
+    ompi_scale_register_enum(c, "copy_guard",
         "Copies of RMA data (shared-memory and self put/get, payloads into and out of BTL "
         "fragments, replies) of more than 2048 bytes whose destination is 1..63 bytes past the "
         "source modulo 4 KiB avoid glibc memcpy, whose rep movsb is up to ~25x slower there on "
         "AMD CPUs with FSRM (4K aliasing), and use a loop of vector loads and stores instead. "
         "auto: measured once per process, when the first such copy happens (~0.1 ms); on: "
         "always avoid memcpy at such distances; off: always memcpy",
-        OPAL_INFO_LVL_6, copy_guard_values, OMPI_SCALE_COPY_GUARD_AUTO,
-        &mca_osc_nbe_component.copy_guard);
+        OPAL_INFO_LVL_6, copy_guard_values, &mca_osc_nbe_component.copy_guard);
 
     mca_osc_nbe_component.btl_tag = OMPI_OSC_NBE_DEFAULT_TAG;
     (void) mca_base_component_var_register(c, "btl_tag",

@@ -92,15 +92,11 @@ static void mdq_register_int(const char *name, const char *help, int lvl, int *s
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
-static void mdq_register_enum(const char *name, const char *help, const char *enum_name,
+static void mdq_register_enum(const char *name, const char *help,
                               const mca_base_var_enum_value_t *values, int *storage)
 {
-    mca_base_var_enum_t *new_enum = NULL;
-    (void) mca_base_var_enum_create(enum_name, values, &new_enum);
-    (void) mca_base_component_var_register(&mca_pml_mdq_component.pmlm_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, new_enum, 0, 0, OPAL_INFO_LVL_5,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
-    OBJ_RELEASE(new_enum);
+    ompi_scale_register_enum(&mca_pml_mdq_component.pmlm_version, name, help, OPAL_INFO_LVL_5,
+                             values, storage);
 }
 
 /* pvar getters: sum the match statistics over all live communicators */
@@ -180,14 +176,14 @@ static int mca_pml_mdq_component_register(void)
                       "when sender and receiver data are contiguous and the BTL supports get, "
                       "then fall back to RDMA put, then to send/receive pipelining; rput never "
                       "uses get; pipeline never uses RDMA",
-                      "pml_mdq_rndv_protocol", mdq_rndv_values, &mca_pml_mdq.rndv_protocol);
+                      mdq_rndv_values, &mca_pml_mdq.rndv_protocol);
 
     mca_pml_mdq.match_mode = MDQ_MATCH_MODE_AUTO;
     mdq_register_enum("match_mode",
                       "Matching queue layout per communicator: auto switches to the 4D queue "
                       "when the communicator is at least (3*ds+1)*match_cutoff_adjust ranks, "
                       "linear always uses one list, 4d always uses the 4D queue",
-                      "pml_mdq_match_mode", mdq_mode_values, &mca_pml_mdq.match_mode);
+                      mdq_mode_values, &mca_pml_mdq.match_mode);
 
     mca_pml_mdq.match_structures = MDQ_MATCH_FEAT_DEFAULT;
     mdq_register_enum("match_structures",
@@ -197,7 +193,7 @@ static int mca_pml_mdq_component_register(void)
                       "per communicator, +16 B per queued item), seed (the published design), "
                       "improved+split (also per-rank lists in JumpPoints holding more than ds "
                       "items, for many queued messages per peer)",
-                      "pml_mdq_match_structures", mdq_structure_values,
+                      mdq_structure_values,
                       &mca_pml_mdq.match_structures);
 
     mca_pml_mdq.vader_fbox_size = 8192;
@@ -226,7 +222,7 @@ static int mca_pml_mdq_component_register(void)
                       "Which unexpected message an MPI_ANY_SOURCE receive takes when several "
                       "senders match: oldest (strict arrival order) or first (cheapest, first "
                       "found in rank order; still ordered per sender)",
-                      "pml_mdq_any_source_policy", mdq_policy_values,
+                      mdq_policy_values,
                       &mca_pml_mdq.any_source_policy);
 
     mca_pml_mdq.free_list_num = 4;
@@ -275,7 +271,7 @@ static int mca_pml_mdq_component_register(void)
                       "cache, or a get pins pages slowly, copying wins even at MiB sizes; "
                       "elsewhere the single copy of a get wins from a few tens of KiB); "
                       "off always uses the rendezvous; always always copies",
-                      "pml_mdq_adaptive_copy", mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
+                      mdq_adaptive_values, &mca_pml_mdq.adaptive_copy);
     mca_pml_mdq.adaptive_copy_max = 131072;
     mdq_register_int("adaptive_copy_max",
                      "Largest message (bytes) that pml_mdq_adaptive_copy may copy through BTL "
@@ -292,7 +288,7 @@ static int mca_pml_mdq_component_register(void)
                       "data with a vector loop at those distances (both sides), and streams a "
                       "rendezvous in fragments instead of a single-copy RDMA (vader) between "
                       "such buffers. on: always, off: never",
-                      "pml_mdq_copy_guard", mdq_copy_guard_values, &mca_pml_mdq.copy_guard);
+                      mdq_copy_guard_values, &mca_pml_mdq.copy_guard);
     mca_pml_mdq.adaptive_pipeline_max = -1;
     mdq_register_int("adaptive_pipeline_max",
                      "Above pml_mdq_adaptive_copy_max, pml_mdq_adaptive_copy chooses between RGET "
