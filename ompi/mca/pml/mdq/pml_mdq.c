@@ -685,4 +685,3 @@ int mca_pml_mdq_ft_event(int state)
     (void) state;
     return OMPI_SUCCESS;
 }
-
