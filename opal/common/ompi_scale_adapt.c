@@ -107,8 +107,8 @@ void ompi_scale_adapt_record(ompi_scale_adapt_t *a, size_t size, int proto, uint
     if (proto != OMPI_SCALE_ADAPT_COPY && proto != OMPI_SCALE_ADAPT_RDMA) {
         return;
     }
-    if (!c->seen[proto]) {
-        c->seen[proto] = 1;
+    if (c->seen[proto] < OMPI_SCALE_ADAPT_COLD) {
+        c->seen[proto]++;
         return; /* first-touch costs: see ompi_scale_adapt.h */
     }
     c->window[proto][c->next[proto]] = ns;

@@ -22,11 +22,16 @@
  * then washes out instead of leaving the class on the wrong protocol
  * until enough probes have refreshed the other one.
  *
- * The first completion of each protocol in a class is not kept: it pays
- * first-touch costs (fresh send buffers, the first registration) that can
- * be 10-20x the steady cost and would hold the median for several probes.
+ * The first two completions of each protocol in a class are not kept:
+ * they pay first-touch costs (fresh send buffers and BTL fragments, the
+ * first registration) that can be 10-20x the steady cost for the first and
+ * still 3-8x for the second (vader, 256 KiB to 1 MiB: pml/mdq's first COPYs
+ * 464 and 279 us against 20 us later; osc/nbe's first gets by active
+ * messages 0.9-1.3 ms and 0.45-0.6 ms against 60-90 us), and would hold
+ * the median for several probes. The warm-up alternates four of each, so
+ * that both protocols enter the choice with two warm samples.
  * Probes also come early: besides every probe_interval-th message, the
- * messages 8, 16, 32, ... below probe_interval probe, so that a class
+ * messages 16, 32, 64, ... below probe_interval probe, so that a class
  * settles within tens of messages instead of hundreds.
  *
  * Pure C, no Open MPI: the caller serialises calls and supplies times.
@@ -43,13 +48,14 @@ enum { OMPI_SCALE_ADAPT_COPY = 0, OMPI_SCALE_ADAPT_RDMA = 1 };
 
 #define OMPI_SCALE_ADAPT_CLASSES 48 /* size classes: floor(log2(size)) */
 #define OMPI_SCALE_ADAPT_WINDOW 4   /* completion times kept per protocol and class */
-#define OMPI_SCALE_ADAPT_WARMUP 4   /* first messages of a class alternate, all timed */
+#define OMPI_SCALE_ADAPT_WARMUP 10  /* first messages of a class alternate, all timed */
+#define OMPI_SCALE_ADAPT_COLD 2     /* first completions per protocol and class not kept */
 
 typedef struct ompi_scale_adapt_class {
     uint64_t sent;                              /* messages of the class so far */
     uint64_t window[2][OMPI_SCALE_ADAPT_WINDOW];       /* recent completion times (ns) */
     uint32_t samples[2];                        /* valid entries in window (saturates) */
-    uint32_t seen[2];                           /* a completion was reported (the first is dropped) */
+    uint32_t seen[2];                           /* completions reported, up to OMPI_SCALE_ADAPT_COLD (those are dropped) */
     uint32_t next[2];                           /* ring position of the next sample */
     uint32_t current;                           /* protocol in use after the warm-up */
     uint32_t recheck;                           /* messages re-timing current before a switch */

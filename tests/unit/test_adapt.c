@@ -76,9 +76,9 @@ START_TEST(follows_the_faster_protocol_per_class)
     ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 200000), OMPI_SCALE_ADAPT_RDMA);
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 40000, OMPI_SCALE_ADAPT_COPY), 1700);
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 40000, OMPI_SCALE_ADAPT_RDMA), 4800);
-    /* 640 messages: 2 warm-up copies, then RGET except the early probes at
-     * messages 8, 16, 32 and the probes at 64, 128, ..., 576 */
-    ck_assert_int_eq(copies, 2 + 3 + 9);
+    /* 640 messages: 5 warm-up copies, then RGET except the early probe at
+     * message 32 and the probes at 64, 128, ..., 576 */
+    ck_assert_int_eq(copies, 5 + 1 + 9);
     /* a class never used is untouched */
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 1 << 20, OMPI_SCALE_ADAPT_COPY), UINT64_MAX);
 }
@@ -88,15 +88,14 @@ START_TEST(probes_the_other_protocol_every_interval)
 {
     int copies;
     ompi_scale_adapt_init(&a, 16, 1);
-    run(50000, 4, 1000, 3000, &copies, NULL);
+    run(50000, OMPI_SCALE_ADAPT_WARMUP, 1000, 3000, &copies, NULL);
     /* after warm-up COPY is faster: 4 more RGETs re-time the protocol in
-     * use (messages 4-7), then COPY, except the early probe of RGET at 8
-     * and one per 16 */
+     * use (messages 10-13), then COPY, except one probe of RGET per 16 */
     run(50000, 160, 1000, 3000, &copies, NULL);
-    ck_assert_int_eq(copies, 160 - 4 - 1 - 10);
+    ck_assert_int_eq(copies, 160 - 4 - 10);
     /* probing off: never leaves the preferred protocol once switched */
     ompi_scale_adapt_init(&a, 0, 1);
-    run(50000, 4, 1000, 3000, &copies, NULL);
+    run(50000, OMPI_SCALE_ADAPT_WARMUP, 1000, 3000, &copies, NULL);
     run(50000, 1000, 1000, 3000, &copies, NULL);
     ck_assert_int_eq(copies, 1000 - 4);
 }
@@ -113,32 +112,63 @@ static int one(size_t size, uint64_t copy_ns, uint64_t rget_ns)
     return p;
 }
 
-START_TEST(cold_first_completions_are_dropped_and_early_probes_settle)
+START_TEST(cold_first_completions_are_dropped)
 {
     int copies;
-    /* as measured on vader at 256 KiB: the first COPY took 464 us, the
-     * first RGET 94 us, then 279 us and 40 us, while copying costs 20 us
+    /* as measured on vader at 256 KiB (pml/mdq): the first COPYs took 464
+     * and 279 us, the first RGETs 94 and 40 us, while copying costs 20 us
      * from then on */
+    static const uint64_t copy_us[5] = {464, 279, 20, 20, 20};
+    static const uint64_t rget_us[5] = {94, 40, 40, 40, 40};
     ompi_scale_adapt_init(&a, 128, 1);
-    ck_assert_int_eq(one(262144, 464000, 0), OMPI_SCALE_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 0, 94000), OMPI_SCALE_ADAPT_RDMA);
-    ck_assert_int_eq(one(262144, 279000, 0), OMPI_SCALE_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 0, 40000), OMPI_SCALE_ADAPT_RDMA);
-    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 262144, OMPI_SCALE_ADAPT_COPY), 279000);
+    for (int i = 0; i < OMPI_SCALE_ADAPT_WARMUP; ++i) {
+        ck_assert_int_eq(one(262144, copy_us[i / 2] * 1000, rget_us[i / 2] * 1000),
+                         (i & 1) ? OMPI_SCALE_ADAPT_RDMA : OMPI_SCALE_ADAPT_COPY);
+    }
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 262144, OMPI_SCALE_ADAPT_COPY), 20000);
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 262144, OMPI_SCALE_ADAPT_RDMA), 40000);
-    /* messages 4-23: probes at 8 and 16 bring the COPY median to 20 us,
-     * 17-20 re-time RGET, COPY from 21 on; with probes only every 128 the
-     * class would stay on RGET until message 384 */
-    run(262144, 20, 20000, 40000, &copies, NULL);
-    ck_assert_int_eq(copies, 2 + 3);
+    /* messages 10-13 re-time RGET, COPY from 14 on */
+    run(262144, 10, 20000, 40000, &copies, NULL);
+    ck_assert_int_eq(copies, 6);
     ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 262144), OMPI_SCALE_ADAPT_COPY);
-    ck_assert_int_eq(one(262144, 20000, 40000), OMPI_SCALE_ADAPT_COPY);
-    /* each protocol's first completion only: nothing measured yet */
+
+    /* osc/nbe's fence/PSCW gets of 1 MiB on vader: by active messages (COPY)
+     * 1.0 ms, 0.5 ms, then 100, 250 (still cold) and 80 us; by CMA 180,
+     * 200, then 130, 130, 125 us. The median of the three kept samples
+     * picks active messages. */
+    static const uint64_t am_us[5] = {1000, 500, 100, 250, 80};
+    static const uint64_t cma_us[5] = {180, 200, 130, 130, 125};
     ompi_scale_adapt_init(&a, 128, 1);
-    ck_assert_int_eq(one(50000, 1000, 0), OMPI_SCALE_ADAPT_COPY);
-    ck_assert_int_eq(one(50000, 0, 3000), OMPI_SCALE_ADAPT_RDMA);
+    for (int i = 0; i < OMPI_SCALE_ADAPT_WARMUP; ++i) {
+        one(1 << 20, am_us[i / 2] * 1000, cma_us[i / 2] * 1000);
+    }
+    ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 1 << 20, OMPI_SCALE_ADAPT_COPY), 100000);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 1 << 20), OMPI_SCALE_ADAPT_COPY);
+
+    /* each protocol's first two completions only: nothing measured yet */
+    ompi_scale_adapt_init(&a, 128, 1);
+    for (int i = 0; i < 2 * OMPI_SCALE_ADAPT_COLD; ++i) {
+        one(50000, 1000, 3000);
+    }
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_COPY), UINT64_MAX);
     ck_assert_uint_eq(ompi_scale_adapt_typical(&a, 50000, OMPI_SCALE_ADAPT_RDMA), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(early_probes_settle_a_class)
+{
+    int copies;
+    /* RGET looked faster in the warm-up, then copying gets cheap: the early
+     * probes at messages 32 and 64 move the class to COPY long before the
+     * probe at 128 */
+    ompi_scale_adapt_init(&a, 128, 1);
+    run(262144, OMPI_SCALE_ADAPT_WARMUP, 45000, 40000, &copies, NULL);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 262144), OMPI_SCALE_ADAPT_RDMA);
+    /* messages 10-69: RGET; 32 probes COPY (median of 45, 45, 45, 20: 45);
+     * 64 probes again (45, 45, 20, 20: 32.5), 65-68 re-time RGET, COPY at 69 */
+    run(262144, 60, 20000, 40000, &copies, NULL);
+    ck_assert_int_eq(copies, 3);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 262144), OMPI_SCALE_ADAPT_COPY);
 }
 END_TEST
 
@@ -194,9 +224,9 @@ START_TEST(copies_are_timed_one_in_copy_sample)
 {
     int copies, timed;
     ompi_scale_adapt_init(&a, 0, 8);
-    run(50000, 4, 1000, 3000, &copies, &timed);
+    run(50000, OMPI_SCALE_ADAPT_WARMUP, 1000, 3000, &copies, &timed);
     run(50000, 800, 1000, 3000, &copies, &timed);
-    ck_assert_int_eq(copies, 800 - 4); /* messages 4-7 re-time RGET */
+    ck_assert_int_eq(copies, 800 - 4); /* messages 10-13 re-time RGET */
     ck_assert_int_eq(timed, 100);
 }
 END_TEST
@@ -236,7 +266,8 @@ int main(void)
     tcase_add_test(tc, warmup_alternates_and_times_everything);
     tcase_add_test(tc, follows_the_faster_protocol_per_class);
     tcase_add_test(tc, probes_the_other_protocol_every_interval);
-    tcase_add_test(tc, cold_first_completions_are_dropped_and_early_probes_settle);
+    tcase_add_test(tc, cold_first_completions_are_dropped);
+    tcase_add_test(tc, early_probes_settle_a_class);
     tcase_add_test(tc, notices_a_change_after_rechecking);
     tcase_add_test(tc, a_burst_of_slow_completions_washes_out);
     tcase_add_test(tc, one_outlier_does_not_flip_the_choice);
