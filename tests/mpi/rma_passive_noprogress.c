@@ -30,7 +30,11 @@
 #include "pt2pt_common.h"
 #include "mdq_pvar.h"
 
-#define BLOCK (64 * 1024 / (int) sizeof(int))   /* above the RDMA thresholds */
+/* ints per block: 64 KiB, above the default RDMA thresholds; NBE_BLOCK_INTS
+ * sets another size (small transfers need osc_nbe_rdma_threshold and
+ * osc_nbe_rdma_get_threshold at or below it to go by RDMA) */
+static int block = 64 * 1024 / (int) sizeof(int);
+#define PROBE (64 * 1024 / (int) sizeof(int))   /* the default block */
 #define WAIT_S 30.0
 
 static double now(void)
@@ -41,8 +45,8 @@ static double now(void)
 }
 
 /* block 2k: origin k's data, block 2k+1: its flag (k = 1 .. nprocs-1) */
-static int data_disp(int k) { return 2 * k * BLOCK; }
-static int flag_disp(int k) { return (2 * k + 1) * BLOCK; }
+static int data_disp(int k) { return 2 * k * block; }
+static int flag_disp(int k) { return (2 * k + 1) * block; }
 
 /* the target, outside MPI: wait until every origin's flag holds stamp */
 static int wait_flags(volatile int *mem, int stamp)
@@ -59,20 +63,24 @@ static int wait_flags(volatile int *mem, int stamp)
 
 static void put_block(MPI_Win win, int *buf, int disp, int value)
 {
-    for (int i = 0; i < BLOCK; ++i) buf[i] = value;
+    for (int i = 0; i < block; ++i) buf[i] = value;
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
-    MPI_Put(buf, BLOCK, MPI_INT, 0, disp, BLOCK, MPI_INT, win);
+    MPI_Put(buf, block, MPI_INT, 0, disp, block, MPI_INT, win);
     MPI_Win_unlock(0, win);
 }
 
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
+    const char *env = getenv("NBE_BLOCK_INTS");
+    if (NULL != env && atoi(env) >= 8) block = atoi(env);
     int nblocks = 2 * (nprocs + 1);
-    int *mem = calloc((size_t) nblocks * BLOCK, sizeof(int));
-    int *buf = malloc(BLOCK * sizeof(int));
+    /* the blocks, then PROBE ints for the check below */
+    size_t nints = (size_t) nblocks * block + PROBE;
+    int *mem = calloc(nints, sizeof(int));
+    int *buf = malloc((block > PROBE ? block : PROBE) * sizeof(int));
     MPI_Win win;
-    MPI_Win_create(mem, (MPI_Aint) nblocks * BLOCK * sizeof(int), sizeof(int), MPI_INFO_NULL,
+    MPI_Win_create(mem, (MPI_Aint) (nints * sizeof(int)), sizeof(int), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
 
@@ -82,7 +90,8 @@ int main(int argc, char **argv)
     int have_pvar = 0 == mdq_pvar_find("osc_nbe_rdma_local_complete", &h);
     unsigned long long rdma = 1;
     if (0 != rank) {
-        /* a small put first: an active message, counted at the target.
+        /* a small put first: an active message (under the default
+         * thresholds), counted at the target.
          * Later epochs of RDMA transfers must not wait for the target
          * because of it (the unlock's acknowledgement says it arrived) */
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
@@ -90,6 +99,17 @@ int main(int argc, char **argv)
         MPI_Win_unlock(0, win);
         put_block(win, buf, data_disp(rank), 1);
         rdma = have_pvar ? mdq_pvar_read(h) : 0;
+        if (0 == rdma && have_pvar && block < PROBE) {
+            /* a smaller block than the default: does a 64 KiB put take RDMA? */
+            MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+            MPI_Put(buf, PROBE, MPI_INT, 0, nblocks * block, PROBE, MPI_INT, win);
+            MPI_Win_unlock(0, win);
+            rdma = mdq_pvar_read(h);
+            CHECK(0 == rdma, "puts of %d B went by active messages although RDMA works here "
+                  "(set the RDMA thresholds at or below it): the phases would wait for the "
+                  "target", (int) (block * sizeof(int)));
+            rdma = 0;   /* failed already: skip the phases rather than wait */
+        }
     }
     if (have_pvar) MPI_T_pvar_handle_free(mdq_pvar_session, &h);
     mdq_pvar_fini();
@@ -109,7 +129,7 @@ int main(int argc, char **argv)
         CHECK(0 == missing, "phase 1: %d origins did not get the lock without my progress",
               missing);
         for (int k = 1; k < nprocs && 0 == missing; ++k) {
-            for (int i = 0; i < BLOCK; ++i) {
+            for (int i = 0; i < block; ++i) {
                 if (mem[data_disp(k) + i] != 1000 + k) {
                     CHECK(0, "phase 1: block of %d holds %d at %d", k, mem[data_disp(k) + i], i);
                     break;
@@ -129,9 +149,9 @@ int main(int argc, char **argv)
     } else {
         int next = rank % (nprocs - 1) + 1;
         MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-        MPI_Get(buf, BLOCK, MPI_INT, 0, data_disp(next), BLOCK, MPI_INT, win);
+        MPI_Get(buf, block, MPI_INT, 0, data_disp(next), block, MPI_INT, win);
         MPI_Win_unlock(0, win);
-        for (int i = 0; i < BLOCK; ++i) {
+        for (int i = 0; i < block; ++i) {
             if (buf[i] != 1000 + next) {
                 CHECK(0, "phase 2: read %d at %d of %d's block", buf[i], i, next);
                 break;

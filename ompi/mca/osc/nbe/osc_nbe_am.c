@@ -428,10 +428,11 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
  * else). It goes into the open packed frame, which leaves with the next
  * synchronization message to this peer (one frame for put + flush), before
  * any other frame, when full, or at the next progress poll. A put too large
- * to pack (or with packing off) leaves at once as one PUT frame if it is
- * below the RDMA threshold and fits one fragment.
- * Declined (the general path takes the put) while a frame of this window
- * waits in its out-queue, whose order must be kept. */
+ * to pack (or with packing off) leaves at once as one PUT frame if it fits
+ * one fragment.
+ * Declined (the general path takes the put) from the epoch kind's RDMA
+ * threshold, and while a frame of this window waits in its out-queue, whose
+ * order must be kept. */
 int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
                          uint64_t fence_tag, const void *data, size_t len, bool passive)
 {
@@ -442,13 +443,14 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     hdr.fence_tag = fence_tag;
     hdr.addr = addr;
     hdr.len = (uint32_t) len;
-    if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
-    /* below the RDMA threshold and within one fragment: one frame now,
-     * behind the open packed frame */
+    /* from the RDMA threshold the general path moves it (by RDMA where the
+     * BTL has it: a threshold set below the packing bound asks for RDMA,
+     * e.g. so that passive epochs never need the target's progress) */
     unsigned rdma_from = ompi_osc_nbe_rdma_from(true, passive);
-    if ((0 != rdma_from && len >= rdma_from) || len > ompi_osc_nbe_max_payload(module, peer)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    if (0 != rdma_from && len >= rdma_from) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
+    /* within one fragment: one frame now, behind the open packed frame */
+    if (len > ompi_osc_nbe_max_payload(module, peer)) return OMPI_ERR_OUT_OF_RESOURCE;
     return try_send(module, peer, &hdr, sizeof(hdr), data, len);
 }
 
