@@ -13,7 +13,7 @@ int main(int argc, char **argv)
     int rc;
 
     MPI_Init(&argc, &argv);
-    rc = rma_setup(&ctx, argc, argv, "rma_bandwidth", 1);
+    rc = rma_setup(&ctx, argc, argv, "rma_bandwidth", RMA_OPT_WINDOW);
     if (0 != rc) {
         MPI_Finalize();
         return rc > 0 ? 0 : 2;

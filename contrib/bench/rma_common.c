@@ -25,15 +25,16 @@ static int lookup(const char *text, const char **names, int n)
     return -1;
 }
 
-static void usage(const char *program, int with_window)
+static void usage(const char *program, int extra)
 {
+    int with_window = extra & RMA_OPT_WINDOW, with_away = extra & RMA_OPT_AWAY;
     printf("usage: %s [-w create|allocate] [-s fence|pscw|lock|flush] [-o put|get|acc]\n"
-           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DISP]%s [-q]\n"
+           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DISP]%s%s [-q]\n"
            "  -w  window flavour: MPI_Win_create on malloc'd memory or MPI_Win_allocate\n"
            "      (default create)\n"
            "  -s  synchronisation: fence (op + fence), pscw (start/op/complete against\n"
            "      post/wait), lock (lock/op/unlock per iteration), flush (lock_all once,\n"
-           "      op + flush per iteration) (default fence)\n"
+           "      op + flush per iteration) (default %s)\n"
            "  -o  operation: put, get, acc (MPI_Accumulate MPI_SUM on doubles) (default put)\n"
            "  -m  size range in bytes, K/M suffixes allowed (default 8:1M)\n"
            "  -i  iterations for small sizes (default %d; large sizes use fewer)\n"
@@ -42,16 +43,20 @@ static void usage(const char *program, int with_window)
            "      With -w create, window and origin buffers are page-aligned: a put copies\n"
            "      DISP bytes past its source modulo 4 KiB, a get into the first origin slot\n"
            "      4096 - DISP (allocate windows start where the osc places them)\n"
-           "%s"
+           "%s%s"
            "  -q  quick smoke run (very few iterations)\n",
            program, (int) strlen(program), "", with_window ? " [-W WINDOW]" : "",
+           with_away ? " [-a MS]" : "", with_away ? "lock" : "fence",
            with_window ? 100 : 1000,
-           with_window ? "  -W  operations per synchronisation (default 32)\n" : "");
+           with_window ? "  -W  operations per synchronisation (default 32)\n" : "",
+           with_away ? "  -a  milliseconds the target computes outside MPI while the origin's\n"
+                       "      epochs of each size are timed (default 200)\n" : "");
 }
 
-static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
+static int parse(rma_ctx_t *ctx, int argc, char **argv, int extra)
 {
-    const char *optstring = with_window ? "w:s:o:m:i:x:d:W:qh" : "w:s:o:m:i:x:d:qh";
+    const char *optstring = (extra & RMA_OPT_WINDOW) ? "w:s:o:m:i:x:d:W:qh"
+                            : (extra & RMA_OPT_AWAY) ? "w:s:o:m:i:x:d:a:qh" : "w:s:o:m:i:x:d:qh";
     bench_opts_t *o = &ctx->opts;
     int c, v;
 
@@ -73,6 +78,7 @@ static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
         case 'i': if (bench_parse_int(optarg, 1, &o->iters)) return -1; break;
         case 'x': if (bench_parse_int(optarg, 0, &o->warmup)) return -1; break;
         case 'W': if (bench_parse_int(optarg, 1, &o->window)) return -1; break;
+        case 'a': if (bench_parse_int(optarg, 0, &ctx->away_ms)) return -1; break;
         case 'd':
             if (bench_parse_int(optarg, 0, &o->distance) || o->distance > 4095) return -1;
             break;
@@ -93,8 +99,9 @@ static int parse(rma_ctx_t *ctx, int argc, char **argv, int with_window)
     return 0;
 }
 
-int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int with_window)
+int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int extra)
 {
+    int with_window = extra & RMA_OPT_WINDOW;
     bench_opts_t defaults = { .min_size = 8, .max_size = 1 << 20,
                               .iters = with_window ? 100 : 1000, .warmup = -1,
                               .window = with_window ? 32 : 1 };
@@ -102,8 +109,12 @@ int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int wi
 
     memset(ctx, 0, sizeof(*ctx));
     ctx->opts = defaults;
+    if (extra & RMA_OPT_AWAY) {
+        ctx->sync = RMA_SYNC_LOCK;
+        ctx->away_ms = 200;
+    }
     bench_pairing(MPI_COMM_WORLD, &ctx->pair);
-    rc = parse(ctx, argc, argv, with_window);
+    rc = parse(ctx, argc, argv, extra);
     if (0 != rc || ctx->pair.npairs < 1) {
         if (0 == ctx->pair.rank) {
             if (ctx->pair.npairs < 1) {
@@ -112,7 +123,7 @@ int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int wi
                 fprintf(stderr, "%s: bad arguments (acc needs sizes that are multiples "
                         "of 8)\n", program);
             }
-            usage(program, with_window);
+            usage(program, extra);
         }
         return rc > 0 ? 1 : -1;
     }
@@ -162,6 +173,9 @@ void rma_print_header(rma_ctx_t *ctx, const char *program, const char *metric,
         }
         if (0 != ctx->opts.distance) {
             printf("# target displacement: %d\n", ctx->opts.distance);
+        }
+        if (0 != ctx->away_ms) {
+            printf("# target away: %d ms per size\n", ctx->away_ms);
         }
         printf("# size %s\n", metric);
         fflush(stdout);

@@ -27,11 +27,19 @@ typedef struct {
     unsigned char *origin;   /* origin buffer: `slots` slots of max_size bytes */
     size_t slots;
     MPI_Group peer;          /* group holding only the partner (pscw) */
+    int away_ms;             /* -a (RMA_OPT_AWAY) */
 } rma_ctx_t;
 
-/* Parses the options; `with_window` enables -W.  Returns 0 to run, 1 when
- * help was printed, -1 on bad usage (message printed by rank 0). */
-int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int with_window);
+/* Options a program adds to the common ones (flags of rma_setup). */
+enum {
+    RMA_OPT_WINDOW = 1,   /* -W: operations per synchronisation */
+    RMA_OPT_AWAY = 2      /* -a: milliseconds the target spends outside MPI */
+};
+
+/* Parses the options; `extra` (RMA_OPT_*) enables the program's own ones.
+ * Returns 0 to run, 1 when help was printed, -1 on bad usage (message
+ * printed by rank 0). */
+int rma_setup(rma_ctx_t *ctx, int argc, char **argv, const char *program, int extra);
 
 /* Prints the header lines (common + rma ones, "# osc:" included). */
 void rma_print_header(rma_ctx_t *ctx, const char *program, const char *metric,
