@@ -13,6 +13,12 @@ void ompi_scale_adapt_init(ompi_scale_adapt_t *a, uint32_t probe_interval, uint3
     }
     a->probe_interval = probe_interval;
     a->copy_sample = copy_sample > 0 ? copy_sample : 1;
+    a->rdma_sample = 1;
+}
+
+void ompi_scale_adapt_set_rdma_sample(ompi_scale_adapt_t *a, uint32_t rdma_sample)
+{
+    a->rdma_sample = rdma_sample > 0 ? rdma_sample : 1;
 }
 
 int ompi_scale_adapt_class_of(size_t size)
@@ -95,9 +101,9 @@ int ompi_scale_adapt_choose(ompi_scale_adapt_t *a, size_t size, bool *timed)
         *timed = true;
         return OMPI_SCALE_ADAPT_COPY == pref ? OMPI_SCALE_ADAPT_RDMA : OMPI_SCALE_ADAPT_COPY;
     }
-    /* an RDMA is timed anyway (pml: RGET is acknowledged); timing a COPY may
-     * cost an extra message (pml: the TIMED echo) */
-    *timed = OMPI_SCALE_ADAPT_RDMA == pref || 0 == n % a->copy_sample;
+    /* an RDMA is timed anyway where it is acknowledged (pml: RGET); timing a
+     * COPY may cost an extra message (pml: the TIMED echo) */
+    *timed = 0 == n % (OMPI_SCALE_ADAPT_RDMA == pref ? a->rdma_sample : a->copy_sample);
     return pref;
 }
 

@@ -64,10 +64,16 @@ typedef struct ompi_scale_adapt_class {
 typedef struct ompi_scale_adapt {
     uint32_t probe_interval; /* every Nth message of a class uses the other protocol (0: never) */
     uint32_t copy_sample;    /* every Nth COPY message is timed (1: all) */
+    uint32_t rdma_sample;    /* every Nth RDMA message is timed (1, the default: all) */
     ompi_scale_adapt_class_t cls[OMPI_SCALE_ADAPT_CLASSES];
 } ompi_scale_adapt_t;
 
 void ompi_scale_adapt_init(ompi_scale_adapt_t *a, uint32_t probe_interval, uint32_t copy_sample);
+
+/* time only every Nth RDMA message of a class that prefers RDMA (warm-up,
+ * re-timing and probes are always timed): for a caller whose untimed RDMA
+ * transfers are cheaper (osc/nbe gathers them into one CMA call) */
+void ompi_scale_adapt_set_rdma_sample(ompi_scale_adapt_t *a, uint32_t rdma_sample);
 
 /* size class of a message of size bytes (size > 0) */
 int ompi_scale_adapt_class_of(size_t size);

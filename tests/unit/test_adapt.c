@@ -231,6 +231,26 @@ START_TEST(copies_are_timed_one_in_copy_sample)
 }
 END_TEST
 
+START_TEST(rdma_is_timed_one_in_rdma_sample)
+{
+    /* osc/nbe gathers the CMA transfers it does not time */
+    ompi_scale_adapt_init(&a, 0, 1);
+    ompi_scale_adapt_set_rdma_sample(&a, 8);
+    int timed_rdma = 0;
+    for (int i = 0; i < 810; ++i) {
+        bool timed = false;
+        int p = ompi_scale_adapt_choose(&a, 50000, &timed);
+        if (timed) {
+            ompi_scale_adapt_record(&a, 50000, p, OMPI_SCALE_ADAPT_COPY == p ? 3000 : 1000);
+            if (OMPI_SCALE_ADAPT_RDMA == p) timed_rdma++;
+        }
+    }
+    /* the 5 warm-up RDMA messages, then every 8th of 10..809 (16, 24, ..., 808) */
+    ck_assert_int_eq(timed_rdma, 5 + 100);
+    ck_assert_int_eq(ompi_scale_adapt_preferred(&a, 50000), OMPI_SCALE_ADAPT_RDMA);
+}
+END_TEST
+
 START_TEST(unmeasured_rget_loses_to_measured_copy)
 {
     /* every RGET was turned into another protocol by the receiver (no
@@ -272,6 +292,7 @@ int main(void)
     tcase_add_test(tc, a_burst_of_slow_completions_washes_out);
     tcase_add_test(tc, one_outlier_does_not_flip_the_choice);
     tcase_add_test(tc, copies_are_timed_one_in_copy_sample);
+    tcase_add_test(tc, rdma_is_timed_one_in_rdma_sample);
     tcase_add_test(tc, unmeasured_rget_loses_to_measured_copy);
     tcase_add_test(tc, copy_must_win_by_a_margin);
     suite_add_tcase(s, tc);

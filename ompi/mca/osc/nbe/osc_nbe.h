@@ -312,6 +312,7 @@ typedef struct ompi_osc_nbe_op {
     bool                   refused;    /* the target refused it: no result to unpack */
     uint64_t               adapt_t0;   /* timed for osc_nbe_active_cma from then (0: not) */
     int                    adapt_proto;/* ... as OMPI_SCALE_ADAPT_COPY or _RDMA */
+    bool                   adapt_preset;/* adapt_proto was chosen before the op existed */
     bool                   abandoned;  /* see module->abandoned: replies are ignored */
 } ompi_osc_nbe_op_t;
 
@@ -449,6 +450,12 @@ bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b);
 int  ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
                                 size_t len, bool is_put);
 void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len);
+/* the same for a transfer without an op (try_rdma_now): *t0 is the time to
+ * report from with ompi_osc_nbe_active_record_ns, 0 if it is not timed; an
+ * op that takes the choice over gets adapt_preset */
+int  ompi_osc_nbe_active_choose_now(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
+                                    uint64_t *t0);
+void ompi_osc_nbe_active_record_ns(size_t len, bool is_put, int proto, uint64_t ns);
 void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_adapt_fini(void);
 bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b);

@@ -44,6 +44,11 @@ static const mca_base_var_enum_value_t active_cma_values[] = {
     { 0, NULL },
 };
 
+/* while CMA is preferred, one transfer in this many is timed (alone); the
+ * others of an op without a request are gathered into one CMA call per peer
+ * and direction (osc_nbe_cma_batch), whose time is not a transfer's */
+#define NBE_ACTIVE_CMA_SAMPLE 8
+
 static unsigned probe_interval;           /* MCA: every Nth transfer of a class tries the other */
 static ompi_scale_adapt_t *tables[2];     /* [is_put], created on first use */
 static unsigned long long pv_copied;      /* transfers moved by active messages by choice */
@@ -89,43 +94,67 @@ bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b)
     return ACTIVE_CMA_ON == active_cma || !ompi_osc_nbe_is_cma(b);
 }
 
-int ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
-                               size_t len, bool is_put)
+/* the table of a direction, created on first use (NULL: no memory) */
+static ompi_scale_adapt_t *table_of(bool is_put)
 {
+    ompi_scale_adapt_t **t = &tables[is_put];
+    if (NULL == *t && NULL != (*t = malloc(sizeof(**t)))) {
+        ompi_scale_adapt_init(*t, probe_interval, 1);
+        /* untimed CMA transfers are gathered (osc_nbe_cma.c) */
+        ompi_scale_adapt_set_rdma_sample(*t, NBE_ACTIVE_CMA_SAMPLE);
+    }
+    return *t;
+}
+
+int ompi_osc_nbe_active_choose_now(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
+                                   uint64_t *t0)
+{
+    *t0 = 0;
     if (ompi_osc_nbe_active_fixed(b)) return OMPI_SCALE_ADAPT_RDMA;
     int proto = OMPI_SCALE_ADAPT_COPY;
     if (ACTIVE_CMA_AUTO == active_cma) {
-        ompi_scale_adapt_t **t = &tables[is_put];
-        if (NULL == *t && NULL != (*t = malloc(sizeof(**t)))) {
-            ompi_scale_adapt_init(*t, probe_interval, 1);
-        }
-        if (NULL == *t) return OMPI_SCALE_ADAPT_RDMA;   /* no memory: as before this choice */
+        ompi_scale_adapt_t *t = table_of(is_put);
+        if (NULL == t) return OMPI_SCALE_ADAPT_RDMA;   /* no memory: as before this choice */
         bool timed = false;
-        proto = ompi_scale_adapt_choose(*t, len, &timed);
-        if (timed) {
-            op->adapt_t0 = ompi_scale_adapt_now_ns();
-            op->adapt_proto = proto;
-        }
+        proto = ompi_scale_adapt_choose(t, len, &timed);
+        if (timed) *t0 = ompi_scale_adapt_now_ns();
     }
     if (OMPI_SCALE_ADAPT_COPY == proto) pv_copied++;
     return proto;
 }
 
-void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len)
+int ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
+                               size_t len, bool is_put)
 {
-    bool is_put = NBE_OP_PUT == op->type;
+    if (op->adapt_preset) return op->adapt_proto;   /* chosen by the fast path */
+    uint64_t t0;
+    int proto = ompi_osc_nbe_active_choose_now(b, len, is_put, &t0);
+    if (0 != t0) {
+        op->adapt_t0 = t0;
+        op->adapt_proto = proto;
+    }
+    return proto;
+}
+
+void ompi_osc_nbe_active_record_ns(size_t len, bool is_put, int proto, uint64_t ns)
+{
     ompi_scale_adapt_t *t = tables[is_put];
     if (NULL == t) return;
-    uint64_t ns = ompi_scale_adapt_now_ns() - op->adapt_t0;
-    ompi_scale_adapt_record(t, len, op->adapt_proto, ns);
-    if (OMPI_SCALE_ADAPT_RDMA == op->adapt_proto) pv_cma_timed++;
+    ompi_scale_adapt_record(t, len, proto, ns);
+    if (OMPI_SCALE_ADAPT_RDMA == proto) pv_cma_timed++;
     if (mca_osc_nbe_component.verbose >= 30) {
         opal_output(mca_osc_nbe_component.output,
                     "osc/nbe: active-epoch %s of %zu B by %s took %llu ns (medians: active "
                     "messages %llu, CMA %llu)", is_put ? "put" : "get", len,
-                    OMPI_SCALE_ADAPT_COPY == op->adapt_proto ? "active messages" : "CMA",
+                    OMPI_SCALE_ADAPT_COPY == proto ? "active messages" : "CMA",
                     (unsigned long long) ns,
                     (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_COPY),
                     (unsigned long long) ompi_scale_adapt_typical(t, len, OMPI_SCALE_ADAPT_RDMA));
     }
+}
+
+void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len)
+{
+    ompi_osc_nbe_active_record_ns(len, NBE_OP_PUT == op->type, op->adapt_proto,
+                                  ompi_scale_adapt_now_ns() - op->adapt_t0);
 }

@@ -939,10 +939,9 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
         module->rdma_now_put = is_put;
     }
     mca_bml_base_btl_t *b = module->rdma_now_btl;
-    /* a fence or PSCW epoch whose protocol osc_nbe_active_cma chooses:
-     * the general path, which times what it chose */
-    if (NULL != b && !passive && !module->rdma_now_fixed) return NULL;
-    /* until the general path has seen it complete a transfer in the call */
+    /* until the general path has seen it complete a transfer in the call
+     * (in a fence or PSCW epoch the caller also asks osc_nbe_active_cma,
+     * unless module->rdma_now_fixed) */
     return NULL != b && btl_completes_in_call(b->btl, is_put) ? b : NULL;
 }
 

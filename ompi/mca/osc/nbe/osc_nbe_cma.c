@@ -42,7 +42,8 @@ void ompi_osc_nbe_cma_register_params(const mca_base_component_t *c)
     ompi_osc_nbe_register_uint(c, "cma_batch",
         "Puts and gets that go by vader's CMA (from osc_nbe_rdma_threshold and "
         "osc_nbe_rdma_get_threshold in lock epochs, osc_nbe_rdma_active_threshold in fence and "
-        "PSCW epochs under osc_nbe_active_cma on; not MPI_Rput/MPI_Rget) are gathered, up to this many to one peer in one "
+        "PSCW epochs where osc_nbe_active_cma sends them by CMA, except the one in 8 that auto "
+        "times alone; not MPI_Rput/MPI_Rget) are gathered, up to this many to one peer in one "
         "direction, and moved by one process_vm_writev/readv call at the window's next flush, "
         "unlock, fence or other synchronization (or when the batch is full): a CMA call costs "
         "about 1.5 us besides its copy. Needs the window's tables segment "

@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "ompi_scale_adapt.h"
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 #include "opal/sys/atomic.h"
@@ -1115,20 +1116,30 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     return OMPI_SUCCESS;
 }
 
+/* a protocol osc_nbe_active_cma chose in try_rdma_now for the op that the
+ * general path then makes (active messages) */
+typedef struct {
+    bool     set;
+    int      proto;
+    uint64_t t0;    /* timed from then (0: not timed) */
+} active_choice_t;
+
 /*
  * RDMA put/get complete inside the BTL call (create and multi-node allocate
  * windows on vader's single copy): the access epoch lets the operation go
  * now, contiguous data on both sides, at least the epoch's RDMA threshold.
- * The data moves before the call returns, so no op object, no issue
- * callback and nothing counted (like try_direct); an MPI_Rput/MPI_Rget
- * gets a request complete already. Not for fence and PSCW epochs over
- * vader's CMA unless osc_nbe_active_cma is on (the general path chooses
- * and times those). Returns 1 if the call was not taken.
+ * The data moves before the call returns (or, gathered, at the epoch's next
+ * synchronization), so no op object, no issue callback and nothing counted
+ * (like try_direct); an MPI_Rput/MPI_Rget gets a request complete already.
+ * In fence and PSCW epochs over vader's CMA, osc_nbe_active_cma chooses
+ * first: active messages leave it to the general path with the choice in
+ * *choice; a CMA transfer to be timed goes alone, the others are gathered.
+ * Returns 1 if the call was not taken.
  */
 static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin,
                         int origin_count, ompi_datatype_t *origin_dt, int target,
                         ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
-                        struct ompi_request_t **request)
+                        struct ompi_request_t **request, active_choice_t *choice)
 {
     uint64_t addr;
     int passive = 0;
@@ -1163,7 +1174,15 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
      * passive one (whose progress must not need the target); never gathered */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !passive) return 1;
-    if (NULL == request) {
+    uint64_t t0 = 0;
+    if (!passive && !module->rdma_now_fixed) {
+        int proto = ompi_osc_nbe_active_choose_now(b, len, is_put, &t0);
+        if (OMPI_SCALE_ADAPT_COPY == proto) {
+            *choice = (active_choice_t) { .set = true, .proto = proto, .t0 = t0 };
+            return 1;
+        }
+    }
+    if (NULL == request && 0 == t0) {
         rc = ompi_osc_nbe_cma_take(module, b, target, ompi_osc_nbe_peer(module, target), local,
                                    remote, len, is_put);
         if (0 == rc) {
@@ -1184,6 +1203,10 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     }
     rc = slow ? ompi_osc_nbe_rdma_now_bounced(module, b, target, local, remote, len, is_put)
               : ompi_osc_nbe_rdma_now(module, b, target, local, remote, len, is_put);
+    if (0 == rc && 0 != t0) {
+        ompi_osc_nbe_active_record_ns(len, is_put, OMPI_SCALE_ADAPT_RDMA,
+                                      ompi_scale_adapt_now_ns() - t0);
+    }
     if (0 != rc) {
         if (req) {
             OMPI_REQUEST_FINI(&req->super);
@@ -1217,8 +1240,10 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
+    active_choice_t choice = { .set = false };
     rc = try_rdma_now(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
-                      origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
+                      origin_count, origin_dt, target, target_disp, target_count, target_dt, request,
+                      &choice);
     if (1 != rc) return rc;
     if (NBE_OP_PUT == type && NULL == request) {
         rc = try_send_now(module, origin_addr, origin_count, origin_dt, target, target_disp,
@@ -1232,6 +1257,11 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     op->result_addr = result_addr;
     op->origin_count = origin_count;
     op->origin_dt = origin_dt;
+    if (choice.set) {
+        op->adapt_preset = true;
+        op->adapt_proto = choice.proto;
+        op->adapt_t0 = choice.t0;
+    }
     return start_op(module, op, request);
 }
 
