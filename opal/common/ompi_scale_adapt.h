@@ -28,10 +28,10 @@
  * still 3-8x for the second (vader, 256 KiB to 1 MiB: pml/mdq's first COPYs
  * 464 and 279 us against 20 us later; osc/nbe's first gets by active
  * messages 0.9-1.3 ms and 0.45-0.6 ms against 60-90 us), and would hold
- * the median for several probes. The warm-up alternates four of each, so
- * that both protocols enter the choice with two warm samples.
+ * the median for several probes. The warm-up alternates five of each, so
+ * that both protocols enter the choice with three warm samples.
  * Probes also come early: besides every probe_interval-th message, the
- * messages 16, 32, 64, ... below probe_interval probe, so that a class
+ * messages 32, 64, ... below probe_interval probe, so that a class
  * settles within tens of messages instead of hundreds.
  *
  * Pure C, no Open MPI: the caller serialises calls and supplies times.

@@ -70,7 +70,7 @@ void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c)
         OPAL_INFO_LVL_5, active_cma_values, &active_cma);
     ompi_osc_nbe_register_uint(c, "active_probe_interval",
         "osc_nbe_active_cma auto: every Nth transfer of a size class uses the protocol not "
-        "preferred, so that a change of costs is noticed (0: never after the first 4 "
+        "preferred, so that a change of costs is noticed (0: never after the first 10 "
         "transfers of the class)",
         OPAL_INFO_LVL_9, 128, &probe_interval);
     ompi_osc_nbe_register_counter(c, "active_copied",

@@ -1116,11 +1116,10 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     return OMPI_SUCCESS;
 }
 
-/* a protocol osc_nbe_active_cma chose in try_rdma_now for the op that the
- * general path then makes (active messages) */
+/* osc_nbe_active_cma chose active messages in try_rdma_now: the op the
+ * general path then makes takes the choice over */
 typedef struct {
-    bool     set;
-    int      proto;
+    bool     copy;
     uint64_t t0;    /* timed from then (0: not timed) */
 } active_choice_t;
 
@@ -1178,7 +1177,7 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (!passive && !module->rdma_now_fixed) {
         int proto = ompi_osc_nbe_active_choose_now(b, len, is_put, &t0);
         if (OMPI_SCALE_ADAPT_COPY == proto) {
-            *choice = (active_choice_t) { .set = true, .proto = proto, .t0 = t0 };
+            *choice = (active_choice_t) { .copy = true, .t0 = t0 };
             return 1;
         }
     }
@@ -1240,7 +1239,7 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
-    active_choice_t choice = { .set = false };
+    active_choice_t choice = { .copy = false };
     rc = try_rdma_now(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                       origin_count, origin_dt, target, target_disp, target_count, target_dt, request,
                       &choice);
@@ -1257,9 +1256,9 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     op->result_addr = result_addr;
     op->origin_count = origin_count;
     op->origin_dt = origin_dt;
-    if (choice.set) {
+    if (choice.copy) {
         op->adapt_preset = true;
-        op->adapt_proto = choice.proto;
+        op->adapt_proto = OMPI_SCALE_ADAPT_COPY;
         op->adapt_t0 = choice.t0;
     }
     return start_op(module, op, request);

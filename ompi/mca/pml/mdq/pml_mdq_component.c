@@ -306,7 +306,7 @@ static int mca_pml_mdq_component_register(void)
     mdq_register_int("adaptive_probe_interval",
                      "pml_mdq_adaptive_copy auto: every Nth message of a size class uses the "
                      "protocol not preferred, so that a change of costs is noticed (0: never "
-                     "after the first 4 messages of the class)",
+                     "after the first 10 messages of the class)",
                      OPAL_INFO_LVL_9, &mca_pml_mdq.adaptive_probe_interval);
     mca_pml_mdq.adaptive_copy_sample = 8;
     mdq_register_int("adaptive_copy_sample",
