@@ -1032,8 +1032,9 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     /* a slow single copy: in an active-target epoch active messages (the
      * target is in MPI for it anyway; they copy at safe distances), in a
      * passive one the bounce buffer where this BTL is known to complete in
-     * the call (a passive epoch keeps RDMA: its progress must not need the
-     * target); else the plain transfer */
+     * the call: seen doing so, or vader's CMA, a system call that returns
+     * with the data moved (a passive epoch keeps RDMA: its progress must
+     * not need the target); else the plain transfer */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !op->super.passive) return -1;
     if (!op->super.passive &&
@@ -1043,7 +1044,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;
-    if (slow && btl_completes_in_call(b->btl, is_put)) {
+    if (slow && (btl_completes_in_call(b->btl, is_put) || ompi_osc_nbe_is_cma(b))) {
         int brc = ompi_osc_nbe_rdma_now_bounced(module, b, op->super.target, local, remote, len,
                                                 is_put);
         if (0 == brc) {
