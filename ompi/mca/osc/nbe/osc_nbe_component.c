@@ -251,7 +251,10 @@ static int component_register(void)
         "Contiguous puts of a lock or lock_all epoch of at least this many bytes use the BTL's "
         "RDMA put (vader CMA, tcp put) instead of active-message fragments, so that the target "
         "need not enter MPI for them (0: never; gets: osc_nbe_rdma_get_threshold; fence and "
-        "PSCW epochs: osc_nbe_rdma_active_threshold)",
+        "PSCW epochs: osc_nbe_rdma_active_threshold). Smaller puts are active messages, which "
+        "wait for the target's next MPI call; where targets compute between MPI calls, set this "
+        "and osc_nbe_rdma_get_threshold to 1 (on the test VM's vader, a lock epoch of one small "
+        "put then takes 3.0-3.5 us instead of 0.9-1.1 us with the target in MPI)",
         OPAL_INFO_LVL_5, 16384, &mca_osc_nbe_component.rdma_threshold);
 
     /* below 32 KiB: a CMA system call costs 1.5-3.9 us on the test VM, two copies
