@@ -21,7 +21,8 @@
  * has no single-copy mechanism (CMA not permitted, e.g. some containers)
  * the puts are active messages and the test says so and skips: a first
  * epoch, with the target in MPI, must have completed an RDMA transfer in
- * the BTL call (pvar osc_nbe_rdma_local_complete). That first epoch follows
+ * the BTL call or in a gathered CMA call (pvars osc_nbe_rdma_local_complete,
+ * osc_nbe_cma_gathered). That first epoch follows
  * one with a small put (an active message): the operations it counted must
  * not make later unlocks wait for an acknowledgement from the target.
  */
@@ -86,8 +87,9 @@ int main(int argc, char **argv)
 
     /* can this node do it? one epoch with the target in MPI (the barrier) */
     mdq_pvar_init();
-    MPI_T_pvar_handle h;
-    int have_pvar = 0 == mdq_pvar_find("osc_nbe_rdma_local_complete", &h);
+    MPI_T_pvar_handle h, hg;
+    int have_pvar = 0 == mdq_pvar_find("osc_nbe_rdma_local_complete", &h) &&
+                    0 == mdq_pvar_find("osc_nbe_cma_gathered", &hg);
     unsigned long long rdma = 1;
     if (0 != rank) {
         /* a small put first: an active message (under the default
@@ -98,20 +100,23 @@ int main(int argc, char **argv)
         MPI_Put(buf, 8, MPI_INT, 0, data_disp(rank), 8, MPI_INT, win);
         MPI_Win_unlock(0, win);
         put_block(win, buf, data_disp(rank), 1);
-        rdma = have_pvar ? mdq_pvar_read(h) : 0;
+        rdma = have_pvar ? mdq_pvar_read(h) + mdq_pvar_read(hg) : 0;
         if (0 == rdma && have_pvar && block < PROBE) {
             /* a smaller block than the default: does a 64 KiB put take RDMA? */
             MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
             MPI_Put(buf, PROBE, MPI_INT, 0, nblocks * block, PROBE, MPI_INT, win);
             MPI_Win_unlock(0, win);
-            rdma = mdq_pvar_read(h);
+            rdma = mdq_pvar_read(h) + mdq_pvar_read(hg);
             CHECK(0 == rdma, "puts of %d B went by active messages although RDMA works here "
                   "(set the RDMA thresholds at or below it): the phases would wait for the "
                   "target", (int) (block * sizeof(int)));
             rdma = 0;   /* failed already: skip the phases rather than wait */
         }
     }
-    if (have_pvar) MPI_T_pvar_handle_free(mdq_pvar_session, &h);
+    if (have_pvar) {
+        MPI_T_pvar_handle_free(mdq_pvar_session, &h);
+        MPI_T_pvar_handle_free(mdq_pvar_session, &hg);
+    }
     mdq_pvar_fini();
     unsigned long long least = 0;
     MPI_Allreduce(&rdma, &least, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);

@@ -27,6 +27,8 @@
 
 BEGIN_C_DECLS
 
+struct mca_btl_base_module_t;
+
 /* default BTL active-message tag: 0x60-0x7f is the osc range of
  * opal/mca/btl/btl.h, unused by Open MPI 4.1.4's own components */
 #define OMPI_OSC_NBE_DEFAULT_TAG (MCA_BTL_TAG_OSC_RDMA + 0x0e)
@@ -445,7 +447,7 @@ void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
  * transfer of len bytes over b (OMPI_SCALE_ADAPT_RDMA or _COPY); when it
  * is to be timed, op->adapt_t0 and adapt_proto are set, and
  * ompi_osc_nbe_op_local_complete reports it by ompi_osc_nbe_active_record.
- * ompi_osc_nbe_is_cma: b is vader with its CMA single copy. */
+ * ompi_osc_nbe_is_cma: btl is vader with its CMA single copy. */
 bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b);
 int  ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
                                 size_t len, bool is_put);
@@ -458,7 +460,7 @@ int  ompi_osc_nbe_active_choose_now(const struct mca_bml_base_btl_t *b, size_t l
 void ompi_osc_nbe_active_record_ns(size_t len, bool is_put, int proto, uint64_t ns);
 void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_adapt_fini(void);
-bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b);
+bool ompi_osc_nbe_is_cma(const struct mca_btl_base_module_t *btl);
 /* would the single copy of this transfer over b run at a distance this
  * machine copies slowly (ompi_scale_copy.h: 25x on AMD Zen with FSRM)?
  * ompi_osc_nbe_rdma_now_bounced: ompi_osc_nbe_rdma_now through a bounce

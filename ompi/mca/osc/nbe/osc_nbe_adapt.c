@@ -32,6 +32,7 @@
 
 #include "ompi_scale_adapt.h"
 #include "ompi_scale_common.h"
+#include "ompi/mca/bml/bml.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 
@@ -91,7 +92,7 @@ void ompi_osc_nbe_adapt_fini(void)
 
 bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b)
 {
-    return ACTIVE_CMA_ON == active_cma || !ompi_osc_nbe_is_cma(b);
+    return ACTIVE_CMA_ON == active_cma || !ompi_osc_nbe_is_cma(b->btl);
 }
 
 /* the table of a direction, created on first use (NULL: no memory) */

@@ -707,7 +707,8 @@ static unsigned long long pv_rdma_bounced; /* staged through a bounce buffer (os
  * its emulation, whose callback waits for the target's progress): only
  * these take ompi_osc_nbe_rdma_now, so that it never waits for a peer.
  * Keyed by function, not module: vader picks single copy or emulation per
- * peer under one module. */
+ * peer under one module. vader's CMA is known without being seen: a system
+ * call that returns with the data moved. */
 #define NBE_SYNC_FNS_MAX 8
 static const void *sync_fns[NBE_SYNC_FNS_MAX];
 static int nsync_fns;
@@ -718,9 +719,8 @@ static const void *transfer_fn(const mca_btl_base_module_t *btl, bool is_put)
     return is_put ? (const void *) (uintptr_t) btl->btl_put : (const void *) (uintptr_t) btl->btl_get;
 }
 
-static bool btl_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
+static bool seen_completing_in_call(const void *fn)
 {
-    const void *fn = transfer_fn(btl, is_put);
     for (int i = 0; i < nsync_fns; ++i) {
         if (sync_fns[i] == fn) return true;
     }
@@ -729,9 +729,16 @@ static bool btl_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
 
 static void note_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
 {
-    if (!btl_completes_in_call(btl, is_put) && nsync_fns < NBE_SYNC_FNS_MAX) {
-        sync_fns[nsync_fns++] = transfer_fn(btl, is_put);
-    }
+    const void *fn = transfer_fn(btl, is_put);
+    if (!seen_completing_in_call(fn) && nsync_fns < NBE_SYNC_FNS_MAX) sync_fns[nsync_fns++] = fn;
+}
+
+static bool btl_completes_in_call(const mca_btl_base_module_t *btl, bool is_put)
+{
+    if (seen_completing_in_call(transfer_fn(btl, is_put))) return true;
+    if (!ompi_osc_nbe_is_cma(btl)) return false;
+    note_completes_in_call(btl, is_put);   /* the next call finds it in the list */
+    return true;
 }
 
 /* the transfer whose btl_put/btl_get call is on the stack, and whether its
@@ -1032,9 +1039,8 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     /* a slow single copy: in an active-target epoch active messages (the
      * target is in MPI for it anyway; they copy at safe distances), in a
      * passive one the bounce buffer where this BTL is known to complete in
-     * the call: seen doing so, or vader's CMA, a system call that returns
-     * with the data moved (a passive epoch keeps RDMA: its progress must
-     * not need the target); else the plain transfer */
+     * the call (a passive epoch keeps RDMA: its progress must not need the
+     * target); else the plain transfer */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !op->super.passive) return -1;
     if (!op->super.passive &&
@@ -1044,7 +1050,7 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     rdma_issuing = op;
     rdma_issuing_remote_ok = !is_put || btl_remote_complete(b->btl);
     rdma_cb_ran = rdma_sync_done = false;
-    if (slow && (btl_completes_in_call(b->btl, is_put) || ompi_osc_nbe_is_cma(b))) {
+    if (slow && btl_completes_in_call(b->btl, is_put)) {
         int brc = ompi_osc_nbe_rdma_now_bounced(module, b, op->super.target, local, remote, len,
                                                 is_put);
         if (0 == brc) {

@@ -82,9 +82,9 @@ static bool vader_uses_cma(void)
     return known;
 }
 
-bool ompi_osc_nbe_is_cma(const struct mca_bml_base_btl_t *b)
+bool ompi_osc_nbe_is_cma(const struct mca_btl_base_module_t *btl)
 {
-    return 0 == strcmp(b->btl->btl_component->btl_version.mca_component_name, "vader") &&
+    return 0 == strcmp(btl->btl_component->btl_version.mca_component_name, "vader") &&
            vader_uses_cma();
 }
 
@@ -99,7 +99,7 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
                           const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                           bool is_put)
 {
-    if (cma_batch < 2 || NULL == g || g->pid <= 0 || !ompi_osc_nbe_is_cma(b)) return 1;
+    if (cma_batch < 2 || NULL == g || g->pid <= 0 || !ompi_osc_nbe_is_cma(b->btl)) return 1;
     /* within vader's limits, so that vader can take it should the call fail
      * (and a transfer above vader's put limit keeps the fragmenting path) */
     if (!ompi_osc_nbe_rdma_fits(b, local, remote, len, is_put)) return 1;
