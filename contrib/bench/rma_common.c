@@ -55,8 +55,9 @@ static void usage(const char *program, int extra)
 
 static int parse(rma_ctx_t *ctx, int argc, char **argv, int extra)
 {
-    const char *optstring = (extra & RMA_OPT_WINDOW) ? "w:s:o:m:i:x:d:W:qh"
-                            : (extra & RMA_OPT_AWAY) ? "w:s:o:m:i:x:d:a:qh" : "w:s:o:m:i:x:d:qh";
+    char optstring[32] = "w:s:o:m:i:x:d:qh";
+    if (extra & RMA_OPT_WINDOW) strcat(optstring, "W:");
+    if (extra & RMA_OPT_AWAY) strcat(optstring, "a:");
     bench_opts_t *o = &ctx->opts;
     int c, v;
 
