@@ -15,6 +15,10 @@
  * 16 KiB by default) at a short distance is staged through a bounce buffer
  * (osc_nbe_rdma_bounced counts them exactly); off: never.
  * COPY_GUARD_SLOW_FIRST=1 makes the first RDMA transfer such a one.
+ * The 3000 B transfers of passive epochs are active messages, unless the
+ * target looked away from MPI (osc_nbe_target_away: descheduled where the
+ * processes share cores); those go by RDMA, and at a short distance
+ * bounce too: pvar osc_nbe_rdma_target_away bounds how many more.
  */
 #include "mdq_pvar.h"
 
@@ -177,34 +181,40 @@ static void run_window(int allocate, int *seed)
 
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_handle bounced, cma;
+    MPI_T_pvar_handle bounced, cma, away;
     const char *expect = getenv("COPY_GUARD_EXPECT");
-    unsigned long long b0, c0, b, c, all_b, all_c;
+    unsigned long long b0, c0, a0, b, c, a, all_b, all_c, all_a;
     int seed = 1;
 
     test_init(&argc, &argv);
     mdq_pvar_init();
     if (mdq_pvar_find("osc_nbe_rdma_bounced", &bounced)
-        || mdq_pvar_find("osc_nbe_rdma_local_complete", &cma)) {
+        || mdq_pvar_find("osc_nbe_rdma_local_complete", &cma)
+        || mdq_pvar_find("osc_nbe_rdma_target_away", &away)) {
         return test_finish();
     }
     b0 = mdq_pvar_read(bounced);
     c0 = mdq_pvar_read(cma);
+    a0 = mdq_pvar_read(away);
     run_window(0, &seed);
     run_window(1, &seed);
     b = mdq_pvar_read(bounced) - b0;
     c = mdq_pvar_read(cma) - c0;
+    a = mdq_pvar_read(away) - a0;
     MPI_Allreduce(&b, &all_b, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(&c, &all_c, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&a, &all_a, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (0 == rank) {
-        printf("bounced %llu, single copies complete at the origin %llu (all ranks)\n", all_b,
-               all_c);
+        printf("bounced %llu, single copies complete at the origin %llu, small transfers by "
+               "RDMA to a target away %llu (all ranks)\n", all_b, all_c, all_a);
     }
     if (NULL != expect && 0 == strcmp(expect, "off")) {
         CHECK(0 == all_b, "guard off: %llu transfers bounced", all_b);
     } else if (NULL != expect && 0 == strcmp(expect, "on") && all_c > 0) {
-        CHECK(all_b == expected_bounces(), "guard on: %llu transfers bounced, expected %llu",
-              all_b, expected_bounces());
+        unsigned long long least = expected_bounces();
+        CHECK(all_b >= least && all_b <= least + all_a,
+              "guard on: %llu transfers bounced, expected %llu (and up to %llu more small "
+              "transfers to a target away from MPI)", all_b, least, all_a);
     }
     mdq_pvar_fini();
     return test_finish();

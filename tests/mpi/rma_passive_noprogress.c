@@ -25,8 +25,17 @@
  * osc_nbe_cma_gathered). That first epoch follows
  * one with a small put (an active message): the operations it counted must
  * not make later unlocks wait for an acknowledgement from the target.
+ *
+ * Blocks below the RDMA thresholds (NBE_BLOCK_INTS) go by RDMA either
+ * because the thresholds were set at or below them (NBE_SMALL_RDMA=1: a
+ * small put must then take RDMA even with the target in MPI) or because the
+ * target is away from MPI (osc_nbe_target_away: NBE_EXPECT_AWAY=1 checks
+ * that pvar osc_nbe_rdma_target_away counted). The origins start each phase
+ * 20 ms after the target left MPI, past osc_nbe_target_away: a transfer sent
+ * while the target still looks present would wait for its return.
  */
 #include <time.h>
+#include <unistd.h>
 
 #include "pt2pt_common.h"
 #include "mdq_pvar.h"
@@ -37,12 +46,19 @@
 static int block = 64 * 1024 / (int) sizeof(int);
 #define PROBE (64 * 1024 / (int) sizeof(int))   /* the default block */
 #define WAIT_S 30.0
+#define START_AFTER_US 20000   /* origins start a phase this long after the target left MPI */
 
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
+}
+
+static int env_is(const char *name)
+{
+    const char *v = getenv(name);
+    return NULL != v && 0 == strcmp(v, "1");
 }
 
 /* block 2k: origin k's data, block 2k+1: its flag (k = 1 .. nprocs-1) */
@@ -102,30 +118,29 @@ int main(int argc, char **argv)
         put_block(win, buf, data_disp(rank), 1);
         rdma = have_pvar ? mdq_pvar_read(h) + mdq_pvar_read(hg) : 0;
         if (0 == rdma && have_pvar && block < PROBE) {
-            /* a smaller block than the default: does a 64 KiB put take RDMA? */
+            /* a smaller block than the default, which went by active
+             * messages (the target was in MPI): does a 64 KiB put take RDMA? */
             MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
             MPI_Put(buf, PROBE, MPI_INT, 0, nblocks * block, PROBE, MPI_INT, win);
             MPI_Win_unlock(0, win);
             rdma = mdq_pvar_read(h) + mdq_pvar_read(hg);
-            CHECK(0 == rdma, "puts of %d B went by active messages although RDMA works here "
-                  "(set the RDMA thresholds at or below it): the phases would wait for the "
-                  "target", (int) (block * sizeof(int)));
-            rdma = 0;   /* failed already: skip the phases rather than wait */
+            if (env_is("NBE_SMALL_RDMA")) {
+                CHECK(0 == rdma, "puts of %d B went by active messages although RDMA works "
+                      "here and the thresholds are at or below it: the phases would wait for "
+                      "the target", (int) (block * sizeof(int)));
+                rdma = 0;   /* failed already: skip the phases rather than wait */
+            }
         }
     }
-    if (have_pvar) {
-        MPI_T_pvar_handle_free(mdq_pvar_session, &h);
-        MPI_T_pvar_handle_free(mdq_pvar_session, &hg);
-    }
-    mdq_pvar_fini();
+    MPI_T_pvar_handle ha;
+    int have_away = have_pvar && env_is("NBE_EXPECT_AWAY") &&
+                    0 == mdq_pvar_find("osc_nbe_rdma_target_away", &ha);
+    unsigned long long away_before = have_away ? mdq_pvar_read(ha) : 0;
     unsigned long long least = 0;
     MPI_Allreduce(&rdma, &least, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
     if (0 == least) {
         if (0 == rank) printf("skipped: no RDMA completed in the BTL call on this node\n");
-        MPI_Win_free(&win);
-        free(mem);
-        free(buf);
-        return test_finish();
+        goto done;
     }
 
     /* phase 1: exclusive epochs, data then flag */
@@ -142,6 +157,7 @@ int main(int argc, char **argv)
             }
         }
     } else {
+        usleep(START_AFTER_US);
         put_block(win, buf, data_disp(rank), 1000 + rank);
         put_block(win, buf, flag_disp(rank), 100 + rank);
     }
@@ -153,6 +169,7 @@ int main(int argc, char **argv)
         CHECK(0 == missing, "phase 2: %d origins did not finish without my progress", missing);
     } else {
         int next = rank % (nprocs - 1) + 1;
+        usleep(START_AFTER_US);
         MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
         MPI_Get(buf, block, MPI_INT, 0, data_disp(next), block, MPI_INT, win);
         MPI_Win_unlock(0, win);
@@ -163,8 +180,21 @@ int main(int argc, char **argv)
             }
         }
         put_block(win, buf, flag_disp(rank), 200 + rank);
+        if (have_away) {
+            /* 2 exclusive put epochs, 1 shared get epoch, 1 put epoch */
+            unsigned long long n = mdq_pvar_read(ha) - away_before;
+            CHECK(n >= 4, "only %llu of the 4 transfers of %d B to the target away from MPI "
+                  "were counted as sent by RDMA for that", n, (int) (block * sizeof(int)));
+        }
     }
     MPI_Barrier(MPI_COMM_WORLD);
+done:
+    if (have_away) MPI_T_pvar_handle_free(mdq_pvar_session, &ha);
+    if (have_pvar) {
+        MPI_T_pvar_handle_free(mdq_pvar_session, &h);
+        MPI_T_pvar_handle_free(mdq_pvar_session, &hg);
+    }
+    mdq_pvar_fini();
     MPI_Win_free(&win);
     free(mem);
     free(buf);

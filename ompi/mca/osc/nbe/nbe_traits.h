@@ -25,6 +25,8 @@ typedef struct nbe_peer_info {
     uint32_t held_pass;      /* glue: the release pass of held early frames in
                                 which a frame of this peer stayed held */
     int32_t  pid;            /* glue: the peer's process on this node (0: unknown) */
+    uint64_t away_until;     /* glue: until then (CLOCK_MONOTONIC ns) the peer counts as away
+                                from MPI (osc_nbe_presence.c) */
 } nbe_peer_info_t;
 
 /* a DONE from an origin: its access epoch id and the total of counted

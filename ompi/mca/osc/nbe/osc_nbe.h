@@ -144,6 +144,9 @@ typedef struct ompi_osc_nbe_module {
     int                    shm_nheld, shm_cap_held;
     size_t                 shm_len;
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
+    volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
+    uint64_t               seen_mine;      /* the last stamp this process wrote */
+    uint64_t               away_hold_last; /* ns: the latest end of a peer's away hold */
     nbe_ring_t            *shm_rings;      /* per-rank control-message rings, in the segment */
     uint64_t               ring_head;      /* next position of my ring */
     struct ompi_osc_nbe_ring_pend *ring_pend; /* control messages waiting for a full ring, FIFO */
@@ -522,6 +525,35 @@ typedef void (*ompi_osc_nbe_put_record_fn)(void *ctx, const nbe_am_sub_t *sub, c
                                            size_t reclen);
 bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload, size_t paylen,
                              ompi_osc_nbe_put_record_fn put, void *ctx);
+
+/* presence of passive targets (osc_nbe_presence.c): progress stamps this
+ * process's entry of the tables segment; target_away tells whether a small
+ * passive transfer to peer should go by RDMA because the peer is not in MPI.
+ * A wait watch times an unlock or flush to one target (polled in its loop)
+ * and, if it waited long for an absent target, holds that target away. */
+#define OMPI_OSC_NBE_WAIT_WATCH_FROM 16   /* polls before a wait is timed */
+typedef struct ompi_osc_nbe_wait_watch {
+    int      target;     /* -1: not watched */
+    unsigned polls;
+    uint64_t t0;         /* ns, from the OMPI_OSC_NBE_WAIT_WATCH_FROM-th poll */
+    bool     saw_away;
+} ompi_osc_nbe_wait_watch_t;
+void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c);
+bool ompi_osc_nbe_presence_on(const ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_presence_stamp(ompi_osc_nbe_module_t *module, uint64_t now_ns);
+bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer);
+void ompi_osc_nbe_target_away_counted(void);
+void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
+                                  int target);
+void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module);
+static inline void ompi_osc_nbe_wait_watch_poll(ompi_osc_nbe_wait_watch_t *w,
+                                                ompi_osc_nbe_module_t *module)
+{
+    if (w->target >= 0 && ++w->polls >= OMPI_OSC_NBE_WAIT_WATCH_FROM) {
+        ompi_osc_nbe_wait_watch_poll_slow(w, module);
+    }
+}
 
 /* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
  * the grant it needs (true: taken); hold_release applies those whose grant

@@ -448,6 +448,11 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
      * e.g. so that passive epochs never need the target's progress) */
     unsigned rdma_from = ompi_osc_nbe_rdma_from(true, passive);
     if (0 != rdma_from && len >= rdma_from) return OMPI_ERR_OUT_OF_RESOURCE;
+    /* a passive target away from MPI: the general path moves it by RDMA
+     * (unless the threshold, 0, says never) */
+    if (passive && 0 != rdma_from && ompi_osc_nbe_target_away(module, peer)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
     /* within one fragment: one frame now, behind the open packed frame */
     if (len > ompi_osc_nbe_max_payload(module, peer)) return OMPI_ERR_OUT_OF_RESOURCE;
@@ -858,8 +863,20 @@ static mca_bml_base_btl_t *rdma_btl_any(ompi_osc_nbe_module_t *module, int peer,
 static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
                                         bool is_put, bool passive)
 {
-    if (!rdma_sized(len, is_put, passive)) return NULL;
-    return rdma_btl_any(module, peer, is_put);
+    if (rdma_sized(len, is_put, passive)) return rdma_btl_any(module, peer, is_put);
+    /* below the threshold of a passive epoch (not 0, never): by RDMA only if
+     * the target is away from MPI and the BTL needs it neither for the data
+     * nor for a FIN */
+    if (!passive || 0 == ompi_osc_nbe_rdma_from(is_put, true)
+        || !ompi_osc_nbe_target_away(module, peer)) {
+        return NULL;
+    }
+    mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
+    if (NULL == b || !btl_remote_complete(b->btl) || !btl_completes_in_call(b->btl, is_put)) {
+        return NULL;
+    }
+    ompi_osc_nbe_target_away_counted();
+    return b;
 }
 
 /* within the BTL's size limit and alignment for one transfer (vader's

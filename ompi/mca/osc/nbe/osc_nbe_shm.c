@@ -8,6 +8,7 @@
  * geometry): ompi_osc_nbe_shm_create_tables.
  */
 #include "osc_nbe.h"
+#include "ompi_scale_adapt.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -86,11 +87,12 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
 }
 
 /* the tables every segment starts with: the header, one lock and one
- * exposure word per rank, one geometry entry per rank; returns their size */
+ * exposure word per rank, one geometry entry per rank, one presence stamp
+ * per rank (osc_nbe_presence.c); returns their size */
 static uint64_t tables_size(int n)
 {
     return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + sizeof(int64_t)) * (uint64_t) n +
-           sizeof(ompi_osc_nbe_shm_geom_t) * (uint64_t) n;
+           (sizeof(ompi_osc_nbe_shm_geom_t) + sizeof(uint64_t)) * (uint64_t) n;
 }
 
 static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
@@ -99,6 +101,8 @@ static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t siz
     module->shm_locks = (nbe_rwlock_t *) (module->shm_map + NBE_SHM_HEADER);
     module->shm_expo = (volatile int64_t *) (module->shm_locks + n);
     module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
+    module->shm_seen = (volatile uint64_t *) (module->shm_geom + n);
+    if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, ompi_scale_adapt_now_ns());
     /* the others read it only after the creation's closing barrier */
     module->shm_geom[module->rank].off = where;
     module->shm_geom[module->rank].size = size;
@@ -289,6 +293,7 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     module->shm_locks = NULL;
     module->shm_expo = NULL;
     module->shm_geom = NULL;
+    module->shm_seen = NULL;
     module->shm_rings = NULL;
     free(module->ring_pend);
     module->ring_pend = NULL;

@@ -87,7 +87,16 @@ void ompi_osc_nbe_req_complete_cb(void *ctx, nbe_req_t *req)
     (void) req;   /* blocking calls poll req->complete */
 }
 
+static int wait_req_for(ompi_osc_nbe_module_t *module, nbe_req_t *req, int target);
+
 int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
+{
+    return wait_req_for(module, req, -1);
+}
+
+/* ... watching the wait for a passive target away from MPI (target >= 0,
+ * osc_nbe_presence.c) */
+static int wait_req_for(ompi_osc_nbe_module_t *module, nbe_req_t *req, int target)
 {
     /* always poll the network once: a process that only synchronizes with
      * itself (lock self / get / unlock self in a loop) must still serve the
@@ -98,9 +107,13 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
         return OMPI_SUCCESS;
     }
     bool done_before = req->complete;
+    ompi_osc_nbe_wait_watch_t watch;
+    ompi_osc_nbe_wait_watch_init(&watch, module, target);
     do {
         ompi_osc_nbe_progress();
+        ompi_osc_nbe_wait_watch_poll(&watch, module);
     } while (!req->complete && !nbe_engine_failed(module->engine));
+    ompi_osc_nbe_wait_watch_done(&watch, module);
     if (OPAL_UNLIKELY(!req->complete)) {
         /* the engine failed: the request never completes; it stays with
          * the engine, which frees its epochs with the window */
@@ -183,7 +196,7 @@ static int group_ranks(ompi_osc_nbe_module_t *module, ompi_group_t *group,
 /* a request that the engine completed within the call needs no network
  * poll on a shared-memory window (nobody waits for our messages there), but
  * every 32nd still polls so that a loop of such calls cannot starve others */
-static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
+static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req, int target)
 {
     static unsigned quick;
     if (NULL != module->shm_base && (NULL == req || req->complete)) {
@@ -193,7 +206,7 @@ static int finish_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
         if (0 == (++quick & 31)) ompi_osc_nbe_progress();
         return status ? OMPI_ERROR : OMPI_SUCCESS;
     }
-    return ompi_osc_nbe_wait_req(module, req);
+    return wait_req_for(module, req, target);
 }
 
 /* a synchronization that succeeded returns the first error a target
@@ -228,7 +241,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
     nbe_req_t *req = NULL;
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    rc = finish_req(module, req);
+    rc = finish_req(module, req, -1);
     if (OMPI_SUCCESS == rc && NULL != module->shm_base) {
         /* local fence (engine): the stores of this process are done; the
          * barrier makes everybody's visible before anyone goes on */
@@ -337,7 +350,7 @@ int ompi_osc_nbe_unlock(int target, struct ompi_win_t *win)
     sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock(module->engine, target, &req);
-    rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
+    rc = NBE_OK == rc ? finish_req(module, req, target) : ompi_osc_nbe_err(rc);
     /* release the lock word only once the epoch's operations completed (or
      * the window failed: its peers may be waiting for the word) */
     bool exclusive;
@@ -379,7 +392,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
-    rc = NBE_OK == rc ? finish_req(module, req) : ompi_osc_nbe_err(rc);
+    rc = NBE_OK == rc ? finish_req(module, req, -1) : ompi_osc_nbe_err(rc);
     ompi_osc_nbe_shm_unlock_all(module);
     return with_remote_error(module, rc);
 }
@@ -417,11 +430,15 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
         rc = nbe_flush_begin(module->engine, target, local, &thr);
         if (NBE_OK == rc) {
             if (nbe_flush_reached(module->engine, target, local, thr)) return flushed_at_once();
+            ompi_osc_nbe_wait_watch_t watch;
+            ompi_osc_nbe_wait_watch_init(&watch, module, target);
             do {
                 ompi_osc_nbe_progress();
                 rc = ompi_osc_nbe_failed_rc(module);
                 if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+                ompi_osc_nbe_wait_watch_poll(&watch, module);
             } while (!nbe_flush_reached(module->engine, target, local, thr));
+            ompi_osc_nbe_wait_watch_done(&watch, module);
             return OMPI_SUCCESS;
         }
     } else {
@@ -431,7 +448,7 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
     if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
     rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return ompi_osc_nbe_wait_req(module, req);
+    return wait_req_for(module, req, target);
 }
 
 int ompi_osc_nbe_flush(int target, struct ompi_win_t *win)

@@ -1,0 +1,141 @@
+/*
+ * Is a passive target in MPI? Small contiguous puts and gets of lock and
+ * lock_all epochs go by active messages (below osc_nbe_rdma_threshold and
+ * osc_nbe_rdma_get_threshold), which is fastest while the target polls the
+ * network and waits for its next MPI call otherwise. On windows with a node
+ * tables segment (osc_nbe_shm_tables: every process on one node) each
+ * process stamps its entry there from its progress function (the stamp is
+ * CLOCK_MONOTONIC >> 14, units of 16 us, a clock the node's processes
+ * share), and an origin about to send such a transfer reads the target's
+ * stamp: older than osc_nbe_target_away microseconds, the target has not
+ * polled for that long and the transfer goes by RDMA (vader's CMA), as a
+ * large one would.
+ *
+ * A stamp cannot tell that the target is about to leave MPI: a transfer sent
+ * just before it left waits for its return. When an unlock or flush to one
+ * target waited more than 10 ms and saw the target's stamp go stale
+ * meanwhile, small transfers to that target go by RDMA for ten times the
+ * wait (at most osc_nbe_target_away_hold ms, kept in the peer's win_traits),
+ * so a target that leaves MPI again and again is waited for once, not each
+ * time.
+ */
+#include "ompi_config.h"
+
+#include "ompi_scale_adapt.h"
+#include "osc_nbe.h"
+
+/* stamps count units of 16.4 us: the target writes its line rarely, so an
+ * origin's reads of it mostly hit its cache */
+#define STAMP_SHIFT 14
+#define WAIT_LOOK_EVERY 256         /* polls between looks at the target's stamp */
+/* shorter waits set no hold: a target descheduled for a time slice (a few
+ * ms where processes share cores) is not computing outside MPI */
+#define WAIT_HOLD_FROM_NS 10000000u
+#define HOLD_FACTOR 10
+
+static unsigned target_away_us;
+static unsigned target_away_hold_ms;
+static unsigned long long pv_away;
+
+void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
+{
+    ompi_osc_nbe_register_uint(c, "target_away",
+        "Windows whose processes share one node: a contiguous put or get of a lock or "
+        "lock_all epoch below osc_nbe_rdma_threshold / osc_nbe_rdma_get_threshold goes by "
+        "RDMA (vader CMA) instead of an active message when the target's progress has not "
+        "run for this many microseconds (it computes outside MPI, or is descheduled), so "
+        "that it does not wait for the target's next MPI call (not where those thresholds "
+        "are 0, never). 0: such transfers are always active messages",
+        OPAL_INFO_LVL_5, 50, &target_away_us);
+    ompi_osc_nbe_register_uint(c, "target_away_hold",
+        "After an unlock or flush to one target waited more than 10 ms while the target "
+        "was away (osc_nbe_target_away), its small passive transfers go by RDMA for ten "
+        "times that wait, but at most this many milliseconds (a target that just left "
+        "MPI looks present: a target that leaves again and again is then waited for once). "
+        "0: no hold",
+        OPAL_INFO_LVL_6, 1000, &target_away_hold_ms);
+    ompi_osc_nbe_register_counter(c, "rdma_target_away",
+        "Contiguous puts and gets of lock and lock_all epochs below the RDMA thresholds "
+        "sent by RDMA because the target was away from MPI (osc_nbe_target_away)",
+        &pv_away);
+}
+
+/* a stamp older than osc_nbe_target_away (signed: the target may have
+ * stamped after our clock read) */
+static bool stale(uint64_t now_ns, uint64_t seen)
+{
+    int64_t units = (int64_t) (((uint64_t) target_away_us * 1000u) >> STAMP_SHIFT);
+    return (int64_t) ((now_ns >> STAMP_SHIFT) - seen) > (units > 0 ? units : 1);
+}
+
+bool ompi_osc_nbe_presence_on(const ompi_osc_nbe_module_t *module)
+{
+    return 0 != target_away_us && NULL != module->shm_seen && NULL == module->shm_base;
+}
+
+void ompi_osc_nbe_presence_stamp(ompi_osc_nbe_module_t *module, uint64_t now_ns)
+{
+    uint64_t stamp = now_ns >> STAMP_SHIFT;
+    /* write the shared line only when the stamp changes: origins read it */
+    if (NULL != module->shm_seen && stamp != module->seen_mine) {
+        module->seen_mine = stamp;
+        __atomic_store_n(&module->shm_seen[module->rank], stamp, __ATOMIC_RELAXED);
+    }
+}
+
+bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer)
+{
+    if (!ompi_osc_nbe_presence_on(module) || peer == module->rank) return false;
+    uint64_t now = ompi_scale_adapt_now_ns();
+    uint64_t seen = __atomic_load_n(&module->shm_seen[peer], __ATOMIC_RELAXED);
+    if (stale(now, seen)) {
+        opal_output_verbose(30, mca_osc_nbe_component.output,
+                            "osc/nbe %d: window %u: %d away, its progress stamped %.0f us ago",
+                            module->rank, module->cid, peer,
+                            ((now >> STAMP_SHIFT) - seen) * (double) (1u << STAMP_SHIFT) * 1e-3);
+        return true;
+    }
+    if (now >= module->away_hold_last) return false;   /* no hold running */
+    const ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, peer);
+    return NULL != g && now < g->away_until;
+}
+
+void ompi_osc_nbe_target_away_counted(void)
+{
+    pv_away++;
+}
+
+void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
+                                  int target)
+{
+    w->target = ompi_osc_nbe_presence_on(module) && 0 != target_away_hold_ms ? target : -1;
+    w->polls = 0;
+    w->t0 = 0;
+    w->saw_away = false;
+}
+
+void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
+{
+    if (OMPI_OSC_NBE_WAIT_WATCH_FROM == w->polls) w->t0 = ompi_scale_adapt_now_ns();
+    if (0 == (w->polls - OMPI_OSC_NBE_WAIT_WATCH_FROM) % WAIT_LOOK_EVERY && !w->saw_away) {
+        uint64_t seen = __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED);
+        w->saw_away = stale(ompi_scale_adapt_now_ns(), seen);
+    }
+}
+
+void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
+{
+    if (w->target < 0 || !w->saw_away) return;
+    uint64_t now = ompi_scale_adapt_now_ns();
+    uint64_t waited = now - w->t0;
+    if (waited < WAIT_HOLD_FROM_NS) return;
+    uint64_t hold = HOLD_FACTOR * waited, most = (uint64_t) target_away_hold_ms * 1000000u;
+    ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, w->target);
+    if (NULL == g) return;
+    g->away_until = now + (hold < most ? hold : most);
+    if (g->away_until > module->away_hold_last) module->away_hold_last = g->away_until;
+    opal_output_verbose(20, mca_osc_nbe_component.output,
+                        "osc/nbe %d: window %u: waited %.3f ms for %d away from MPI: its small "
+                        "passive transfers go by RDMA for %.1f ms", module->rank, module->cid,
+                        waited * 1e-6, w->target, (g->away_until - now) * 1e-6);
+}
