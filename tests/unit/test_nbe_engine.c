@@ -40,6 +40,7 @@ static struct sim {
     int last_passive;    /* the passive flag of the last issued op */
     int rdma_ops;        /* ops to peers land at once, uncounted (in-call RDMA) */
     int ctrl_queued;     /* tx_ctrl says "queued here" (the glue's BTL was busy) */
+    int last_alone;      /* nbe_issuing_alone() in the issue callback of the last op */
 } S;
 
 static void push(msg_t *m)
@@ -68,6 +69,7 @@ static int tx_issue(void *ctx, nbe_op_t *eop)
     int target = op->super.target;
     nbe_engine_t *e = S.e[me];
     S.last_passive = op->super.passive;
+    S.last_alone = nbe_issuing_alone(e, target);
     if (target == me || S.rdma_ops) {
         S.mem[target][op->index] = op->value;
         nbe_op_local_done(e, target);
@@ -1152,6 +1154,29 @@ START_TEST(unlock_no_wait_when_all_acknowledged)
 }
 END_TEST
 
+/* nbe_issuing_alone: an op issued after counted messages that are not
+ * acknowledged yet is not alone; once a flush is answered it is */
+START_TEST(issuing_alone_after_acknowledgement)
+{
+    sim_init(2, 0);
+    nbe_req_t *l, *u, *f;
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 2, 5, NBE_OK);             /* a counted message */
+    ck_assert(S.last_alone);             /* nothing before it */
+    put(0, 1, 3, 6, NBE_OK);
+    ck_assert(!S.last_alone);            /* the first is not acknowledged */
+    ck_assert_int_eq(nbe_iflush(S.e[0], 1, 0, &f), NBE_OK);
+    wait_req(f);
+    put(0, 1, 4, 7, NBE_OK);
+    ck_assert(S.last_alone);             /* the flush's ack covers both */
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][4], 7);
+    sim_fini_idle();
+}
+END_TEST
+
 /* Shared lock epochs that do not wait for their acks, with messages
  * delivered in random order (a second UNLOCK may arrive before the
  * first): no release is lost, so an exclusive lock is granted after them */
@@ -1681,6 +1706,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fence_implied_grants_off_by_default);
     tcase_add_test(tc, late_fence_grant_is_not_counted_later);
     tcase_add_test(tc, unlock_no_wait_when_all_acknowledged);
+    tcase_add_test(tc, issuing_alone_after_acknowledgement);
     tcase_add_test(tc, unlock_no_wait_keeps_every_release);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);

@@ -1481,6 +1481,12 @@ static int leg_flushed(nbe_engine_t *e, nbe_epoch_t *ep, nbe_leg_t *l, int local
     return NULL != tr && 0 == tr->pending_local && (local || tr->ops_out <= tr->flush_acked);
 }
 
+int nbe_issuing_alone(const nbe_engine_t *e, int target)
+{
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    return NULL != tr && 1 == tr->pending_local && tr->ops_out <= tr->flush_acked;
+}
+
 int nbe_flush_now(nbe_engine_t *e, int target, int local)
 {
     NBE_RETURN_IF_FAILED(e);

@@ -216,6 +216,11 @@ int nbe_rma_ready(nbe_engine_t *eng, int target, int *passive);
  * target) whether that epoch is a lock or lock_all; once sent,
  * nbe_rma_message_sent() counts it. If the glue cannot send it, it goes
  * through nbe_rma instead (nothing to undo). */
+/* From the issue callback of an operation to target: 1 if it is the only
+ * one to target not locally complete and every counted message sent to
+ * target was acknowledged (applied there), so that an operation the glue
+ * applies itself now cannot pass an earlier one (accumulate ordering) */
+int  nbe_issuing_alone(const nbe_engine_t *eng, int target);
 int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag, int *passive);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
 /* Early messages: with this on, a message of an active fence epoch, or of

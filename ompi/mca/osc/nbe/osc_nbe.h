@@ -145,6 +145,7 @@ typedef struct ompi_osc_nbe_module {
     size_t                 shm_len;
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
     volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
+    volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
     uint64_t               away_hold_last; /* ns: the latest end of a peer's away hold */
     nbe_ring_t            *shm_rings;      /* per-rank control-message rings, in the segment */
@@ -337,11 +338,17 @@ const ompi_osc_nbe_peer_t *ompi_osc_nbe_peer(ompi_osc_nbe_module_t *module, int 
 /* GEOM_REQ / GEOM_REP frames */
 void ompi_osc_nbe_geom_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                              const char *payload, size_t paylen);
-void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module);
+/* the word that makes accumulates to rank's memory atomic between
+ * processes: shared-memory windows one for all (loads and stores apply
+ * them), windows with the tables segment one per rank (the target applies
+ * active messages under it, an origin its CMA read-modify-write); NULL:
+ * only the target applies them */
+volatile int32_t *ompi_osc_nbe_acc_word(const ompi_osc_nbe_module_t *module, int rank);
+void ompi_osc_nbe_acc_word_lock(volatile int32_t *word);
+void ompi_osc_nbe_acc_word_unlock(volatile int32_t *word);
 /* both wait for other processes: OMPI_SUCCESS, or the window's error once it failed */
 int  ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
-void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module);
 int  ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release_held(ompi_osc_nbe_module_t *module);
@@ -439,6 +446,21 @@ int  ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_bt
                            const ompi_osc_nbe_peer_t *g, void *local, uint64_t remote, size_t len,
                            bool is_put);
 int  ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
+/* moves a packed stream to (is_put) or from nsegs segments of peer's memory
+ * (iov_base: its addresses) in one CMA call, through vader transfer by
+ * transfer if that call fails; OMPI_SUCCESS, or an error that failed the
+ * window */
+/* an accumulate applied by the origin to peer's memory: under peer's
+ * accumulate word, reads the len bytes at remote, lets update change them
+ * (it returns whether to write them back, after taking what a fetch needs)
+ * and writes them back, by CMA. OMPI_SUCCESS; 1 if nothing was changed
+ * (the read failed: send it instead); else the window failed (the write) */
+typedef bool (*ompi_osc_nbe_rmw_fn)(void *ctx, void *cur);
+int  ompi_osc_nbe_cma_rmw(ompi_osc_nbe_module_t *module, int peer, pid_t pid, uint64_t remote,
+                          size_t len, ompi_osc_nbe_rmw_fn update, void *ctx);
+int  ompi_osc_nbe_cma_scatter(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,
+                              int peer, pid_t pid, bool is_put, char *stream,
+                              const struct iovec *segs, int nsegs);
 /* heap bytes of the window's batches (bounded by osc_nbe_cma_peers) */
 size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
@@ -543,6 +565,11 @@ bool ompi_osc_nbe_presence_on(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_presence_stamp(ompi_osc_nbe_module_t *module, uint64_t now_ns);
 bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer);
 void ompi_osc_nbe_target_away_counted(void);
+/* the BTL (vader with CMA, counting as remote-complete) that a transfer of
+ * a passive epoch to peer, away from MPI, takes by CMA whatever its size or
+ * datatypes; NULL: none, or the peer is not away (osc_nbe_am.c) */
+struct mca_bml_base_btl_t *ompi_osc_nbe_away_cma_btl(ompi_osc_nbe_module_t *module, int peer,
+                                                      bool is_put);
 void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
                                   int target);
 void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module);

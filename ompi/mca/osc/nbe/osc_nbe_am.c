@@ -879,6 +879,17 @@ static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer,
     return b;
 }
 
+struct mca_bml_base_btl_t *ompi_osc_nbe_away_cma_btl(ompi_osc_nbe_module_t *module, int peer,
+                                                      bool is_put)
+{
+    if (0 == ompi_osc_nbe_rdma_from(is_put, true) || !ompi_osc_nbe_target_away(module, peer)) {
+        return NULL;
+    }
+    mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
+    if (NULL == b || !btl_remote_complete(b->btl) || !ompi_osc_nbe_is_cma(b->btl)) return NULL;
+    return b;
+}
+
 /* within the BTL's size limit and alignment for one transfer (vader's
  * emulated single copy takes at most a fragment; site BTLs may want
  * aligned addresses): what does not fit goes by active messages */

@@ -88,7 +88,7 @@ bool ompi_osc_nbe_is_cma(const struct mca_btl_base_module_t *btl)
            vader_uses_cma();
 }
 
-static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch);
+static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch, bool count);
 
 static unsigned lanes_of(void)
 {
@@ -122,7 +122,7 @@ int ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl
             if (0 == nbe_cma_add(lane, (pid_t) g->pid, peer, is_put, local, remote, len)) return 0;
         }
         if (2 == submits) return 1;
-        int rc = NULL == lane ? ompi_osc_nbe_cma_submit(module) : submit_lane(module, lane);
+        int rc = NULL == lane ? ompi_osc_nbe_cma_submit(module) : submit_lane(module, lane, true);
         if (OMPI_SUCCESS != rc) return rc;
     }
 }
@@ -134,14 +134,17 @@ static bool fails_for_vader_too(int err)
     return ESRCH == err || EPERM == err || EFAULT == err;
 }
 
-static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch)
+/* count: the transfers are gathered puts and gets (pvars) */
+static int submit_lane(ompi_osc_nbe_module_t *module, nbe_cma_batch_t *batch, bool count)
 {
     if (0 == batch->n) return OMPI_SUCCESS;
     int n = batch->n;
     unsigned long calls = batch->calls;
     int err = nbe_cma_submit(batch);
-    pv_calls += batch->calls - calls;
-    pv_gathered += (unsigned long long) (n - batch->n);
+    if (count) {
+        pv_calls += batch->calls - calls;
+        pv_gathered += (unsigned long long) (n - batch->n);
+    }
     if (0 == err) return OMPI_SUCCESS;
     opal_output_verbose(fails_for_vader_too(err) ? 1 : 10, mca_osc_nbe_component.output,
                         "osc/nbe %d: window %u: gathered CMA to %d failed (errno %d) with %d "
@@ -180,9 +183,57 @@ int ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module)
 {
     int rc = OMPI_SUCCESS;
     for (int i = 0; NULL != module->cma && i < module->cma_lanes; ++i) {
-        int lane_rc = submit_lane(module, &module->cma[i]);
+        int lane_rc = submit_lane(module, &module->cma[i], true);
         if (OMPI_SUCCESS == rc) rc = lane_rc;
     }
+    return rc;
+}
+
+int ompi_osc_nbe_cma_scatter(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,
+                             int peer, pid_t pid, bool is_put, char *stream,
+                             const struct iovec *segs, int nsegs)
+{
+    nbe_cma_batch_t batch = { .n = 0 };
+    if (0 != nbe_cma_init(&batch, nsegs)) return OMPI_ERR_OUT_OF_RESOURCE;
+    batch.path = b;
+    for (int i = 0; i < nsegs; ++i) {
+        (void) nbe_cma_add(&batch, pid, peer, is_put, stream,
+                           (uint64_t) (uintptr_t) segs[i].iov_base, segs[i].iov_len);
+        stream += segs[i].iov_len;
+    }
+    int rc = submit_lane(module, &batch, false);
+    nbe_cma_fini(&batch);
+    return rc;
+}
+
+int ompi_osc_nbe_cma_rmw(ompi_osc_nbe_module_t *module, int peer, pid_t pid, uint64_t remote,
+                         size_t len, ompi_osc_nbe_rmw_fn update, void *ctx)
+{
+    volatile int32_t *word = ompi_osc_nbe_acc_word(module, peer);
+    char small[256];
+    char *cur = len <= sizeof(small) ? small : malloc(len);
+    if (NULL == word || NULL == cur) return 1;
+    struct iovec l = { .iov_base = cur, .iov_len = len };
+    struct iovec r = { .iov_base = (void *) (uintptr_t) remote, .iov_len = len };
+    int rc = OMPI_SUCCESS;
+    ompi_osc_nbe_acc_word_lock(word);
+    ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (got != (ssize_t) len) {
+        rc = 1;   /* nothing changed: the caller sends it instead */
+    } else if (update(ctx, cur)) {
+        ssize_t put = process_vm_writev(pid, &l, 1, &r, 1, 0);
+        if (put != (ssize_t) len) {
+            /* part of an update may be in place: it cannot be sent again */
+            opal_output_verbose(1, mca_osc_nbe_component.output,
+                                "osc/nbe %d: window %u: CMA write of an accumulate to %d failed "
+                                "(errno %d); the window fails", module->rank, module->cid, peer,
+                                put < 0 ? errno : 0);
+            if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
+            rc = ompi_osc_nbe_failed_rc(module);
+        }
+    }
+    ompi_osc_nbe_acc_word_unlock(word);
+    if (cur != small) free(cur);
     return rc;
 }
 

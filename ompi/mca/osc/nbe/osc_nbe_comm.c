@@ -225,6 +225,13 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     ompi_op_reduce(op, (void *) src, dst, count, dt);
 }
 
+/* the accumulate word under which this process applies the accumulate
+ * frames others send it (windows with the tables segment), or NULL */
+static volatile int32_t *acc_word_of_frames(ompi_osc_nbe_module_t *module)
+{
+    return NULL == module->shm_base ? ompi_osc_nbe_acc_word(module, module->rank) : NULL;
+}
+
 bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload, size_t paylen,
                              ompi_osc_nbe_put_record_fn put, void *ctx)
 {
@@ -470,17 +477,26 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
          * origin sees the reply (and the arrival count it carries, a flush
          * ack) the update must be visible to everybody */
         const char *old = addr;
-        char *copy = NULL;
-        if (NBE_AM_GACC == hdr->type && paylen) {
-            copy = malloc(hdr->len);
+        char *copy = NULL, small[256];
+        /* origins of this node may update our memory themselves under our
+         * accumulate word (osc_nbe_cma.c): what a fetch reads is copied
+         * under it too */
+        volatile int32_t *word = NBE_AM_GACC == hdr->type ? acc_word_of_frames(module) : NULL;
+        if (NBE_AM_GACC == hdr->type && (paylen || word)) {
+            copy = hdr->len <= sizeof(small) ? small : malloc(hdr->len);
             if (OPAL_UNLIKELY(NULL == copy)) {
                 /* not applied; the origin's reply says why */
                 send_refusal(module, hdr->src, hdr->addr, hdr->len, &rep, MPI_ERR_NO_MEM);
                 return;
             }
+            if (word) ompi_osc_nbe_acc_word_lock(word);
             ompi_scale_copy(copy, addr, hdr->len);
             old = copy;
-            apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
+            if (paylen) {
+                apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr,
+                          paylen);
+            }
+            if (word) ompi_osc_nbe_acc_word_unlock(word);
         }
         /* reply with the previous contents, split to what the BTL takes */
         size_t max = ompi_osc_nbe_max_payload(module, hdr->src);
@@ -490,19 +506,26 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
             rep.len = (uint32_t) n;
             ompi_osc_nbe_send_frame(module, hdr->src, &rep, old + off, n, true);
         }
-        free(copy);
+        if (copy != small) free(copy);
         break;
     }
-    case NBE_AM_ACC:
+    case NBE_AM_ACC: {
+        volatile int32_t *word = acc_word_of_frames(module);
+        if (word) ompi_osc_nbe_acc_word_lock(word);
         apply_acc(op_from_idx(hdr->op_idx), dt_from_idx(hdr->dt_idx), payload, addr, paylen);
+        if (word) ompi_osc_nbe_acc_word_unlock(word);
         break;
+    }
     case NBE_AM_FIN:
         break;
     case NBE_AM_CAS: {
         char old[32];
         if (hdr->len > sizeof(old)) return;
+        volatile int32_t *word = acc_word_of_frames(module);
+        if (word) ompi_osc_nbe_acc_word_lock(word);
         memcpy(old, addr, hdr->len);
         if (0 == memcmp(addr, payload, hdr->len)) memcpy(addr, payload + hdr->len, hdr->len);
+        if (word) ompi_osc_nbe_acc_word_unlock(word);
         rep.len = hdr->len;
         ompi_osc_nbe_send_frame(module, hdr->src, &rep, old, hdr->len, true);
         break;
@@ -739,8 +762,9 @@ static bool copy_contig(void *dst, int dcount, ompi_datatype_t *ddt, const void 
  * memory windows): applied in place, no messages */
 static void apply_local(ompi_osc_nbe_op_t *op, void *target)
 {
-    bool lock = NULL != op->module->shm_acc_lock && NBE_OP_PUT != op->type && NBE_OP_GET != op->type;
-    if (lock) ompi_osc_nbe_shm_acc_lock(op->module);
+    volatile int32_t *word = NBE_OP_PUT != op->type && NBE_OP_GET != op->type
+                                 ? ompi_osc_nbe_acc_word(op->module, op->super.target) : NULL;
+    if (word) ompi_osc_nbe_acc_word_lock(word);
     switch (op->type) {
     case NBE_OP_PUT:
         if (copy_contig(target, op->target_count, op->target_dt, op->origin_addr, op->origin_count,
@@ -779,7 +803,124 @@ static void apply_local(ompi_osc_nbe_op_t *op, void *target)
         break;
     }
     }
-    if (lock) ompi_osc_nbe_shm_acc_unlock(op->module);
+    if (word) ompi_osc_nbe_acc_word_unlock(word);
+}
+
+/* A put or get with a non-contiguous side, of a passive epoch, to a target
+ * of this node away from MPI: the origin side staged (packed for a put, a
+ * result buffer for a get, unpacked at local completion), then moved to or
+ * from the target's raw segments by CMA, NBE_RAW_IOV segments per call, so
+ * that it need not wait for the target (an active message would). Complete
+ * in the call like an RDMA transfer: not counted. Only while the target is
+ * away: with it in MPI, packing into active messages costs less than a CMA
+ * call per NBE_RAW_IOV segments. -1: not taken; 0: done (op gone). */
+static int try_cma_datatype(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
+{
+    bool is_put = NBE_OP_PUT == op->type;
+    int target = op->super.target;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return -1;
+    const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, target);
+    if (NULL == g || g->pid <= 0) return -1;
+    struct mca_bml_base_btl_t *b = ompi_osc_nbe_away_cma_btl(module, target, is_put);
+    if (NULL == b) return -1;
+    int rc = is_put ? stage_put(op) : stage_get(op);
+    if (OMPI_SUCCESS != rc) return -1;   /* the staging is freed with the op */
+    char *stream = is_put ? op->stream : op->result;
+    opal_convertor_t conv;
+    struct iovec segs[NBE_RAW_IOV];
+    bool done;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
+                                             op->target_count, (void *) (uintptr_t) op->target_addr,
+                                             0, &conv);
+    do {
+        uint32_t n = NBE_RAW_IOV;
+        size_t size;
+        done = opal_convertor_raw(&conv, segs, &n, &size);
+        rc = 0 == n ? OMPI_SUCCESS
+                    : ompi_osc_nbe_cma_scatter(module, b, target, (pid_t) g->pid, is_put, stream,
+                                               segs, (int) n);
+        stream += size;
+    } while (!done && OMPI_SUCCESS == rc);
+    OBJ_DESTRUCT(&conv);
+    module->bytes += op->nbytes;
+    ompi_osc_nbe_target_away_counted();
+    if (OMPI_SUCCESS != rc) {
+        /* the window failed (ompi_osc_nbe_cma_scatter) */
+        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+        return 0;
+    }
+    op->next_frag = op->nplan;
+    op->reply_left = 0;
+    ompi_osc_nbe_op_local_complete(op);
+    return 0;
+}
+
+/* the update of an accumulate, compare-and-swap or fetching accumulate,
+ * applied to the target's current contents cur (its target datatype is
+ * predefined): the fetched values first */
+static bool acc_update(void *ctx, void *cur)
+{
+    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) ctx;
+    if (NBE_OP_CAS == op->type) {
+        size_t sz = dt_bytes(op->target_dt, 1);
+        memcpy(op->result_addr, cur, sz);
+        if (0 != memcmp(cur, op->cas_buf, sz)) return false;
+        memcpy(cur, op->cas_buf + sz, sz);
+        return true;
+    }
+    if (NBE_OP_GACC == op->type) {
+        ompi_datatype_sndrcv(cur, op->target_count, op->target_dt, op->result_addr,
+                             op->result_count, op->result_dt);
+    }
+    if (&ompi_mpi_op_no_op.op == op->op) return false;
+    if (&ompi_mpi_op_replace.op == op->op) {
+        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, cur,
+                             op->target_count, op->target_dt);
+    } else {
+        ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, cur,
+                                op->target_count, op->target_dt, op->op);
+    }
+    return true;
+}
+
+/* An accumulate, fetching accumulate or compare-and-swap of a passive epoch
+ * to a target of this node away from MPI, on a predefined target type of at
+ * most RMW_MAX bytes: applied by this process under the target's
+ * accumulate word (a CMA read, the update, a CMA write), which the target
+ * takes too when it applies accumulate frames, so elements stay atomic.
+ * Only if every earlier operation to the target was acknowledged (applied),
+ * so that accumulates stay in order. Complete in the call, not counted.
+ * -1: not taken; 0: done (op gone). */
+#define RMW_MAX 65536
+static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
+{
+    int target = op->super.target;
+    if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor || !ompi_datatype_is_predefined(op->target_dt)) {
+        return -1;
+    }
+    ptrdiff_t lb, ext;
+    ompi_datatype_get_extent(op->target_dt, &lb, &ext);
+    size_t len = (size_t) ext * (size_t) op->target_count;
+    if (0 == len || len > RMW_MAX) return -1;
+    const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, target);
+    if (NULL == g || g->pid <= 0 || NULL == ompi_osc_nbe_away_cma_btl(module, target, true) ||
+        !nbe_issuing_alone(module->engine, target)) {
+        return -1;
+    }
+    int rc = ompi_osc_nbe_cma_rmw(module, target, (pid_t) g->pid, op->target_addr + (uint64_t) lb,
+                                  len, acc_update, op);
+    if (1 == rc) return -1;
+    module->bytes += len;
+    ompi_osc_nbe_target_away_counted();
+    if (OMPI_SUCCESS != rc) {
+        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+        return 0;
+    }
+    op->next_frag = op->nplan;
+    op->reply_left = 0;
+    ompi_osc_nbe_op_local_complete(op);
+    return 0;
 }
 
 /* engine callback: the op may go to the network now */
@@ -823,6 +964,16 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
             return 1;
         }
         module->bytes -= len;
+    }
+    if ((NBE_OP_PUT == op->type || NBE_OP_GET == op->type) && op->super.passive &&
+        0 != dt_bytes(op->target_dt, op->target_count)) {
+        int n = try_cma_datatype(module, op);
+        if (n >= 0) return n;
+    }
+    if ((NBE_OP_ACC == op->type || NBE_OP_GACC == op->type || NBE_OP_CAS == op->type) &&
+        op->super.passive) {
+        int n = try_cma_accumulate(module, op);
+        if (n >= 0) return n;
     }
 
     switch (op->type) {

@@ -9,7 +9,9 @@
  * share), and an origin about to send such a transfer reads the target's
  * stamp: older than osc_nbe_target_away microseconds, the target has not
  * polled for that long and the transfer goes by RDMA (vader's CMA), as a
- * large one would.
+ * large one would; so does a put or get with a non-contiguous side, packed
+ * and moved by CMA to or from the target's segments, and an accumulate is
+ * applied by the origin under the target's accumulate word (osc_nbe_comm.c).
  *
  * A stamp cannot tell that the target is about to leave MPI: a transfer sent
  * just before it left waits for its return. When an unlock or flush to one
@@ -41,11 +43,14 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
 {
     ompi_osc_nbe_register_uint(c, "target_away",
         "Windows whose processes share one node: a contiguous put or get of a lock or "
-        "lock_all epoch below osc_nbe_rdma_threshold / osc_nbe_rdma_get_threshold goes by "
-        "RDMA (vader CMA) instead of an active message when the target's progress has not "
-        "run for this many microseconds (it computes outside MPI, or is descheduled), so "
-        "that it does not wait for the target's next MPI call (not where those thresholds "
-        "are 0, never). 0: such transfers are always active messages",
+        "lock_all epoch below osc_nbe_rdma_threshold / osc_nbe_rdma_get_threshold, or one "
+        "with a non-contiguous side (packed, then moved to or from the target's segments), "
+        "goes by RDMA (vader CMA) instead of active messages when the target's progress has "
+        "not run for this many microseconds (it computes outside MPI, or is descheduled), so "
+        "that it does not wait for the target's next MPI call; an accumulate, fetch-and-op "
+        "or compare-and-swap on a predefined target type of up to 64 KiB is then applied by "
+        "the origin (CMA read, update, CMA write) under the target's accumulate word (not "
+        "where those thresholds are 0, never). 0: always active messages",
         OPAL_INFO_LVL_5, 50, &target_away_us);
     ompi_osc_nbe_register_uint(c, "target_away_hold",
         "After an unlock or flush to one target waited more than 10 ms while the target "
@@ -55,8 +60,10 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         "0: no hold",
         OPAL_INFO_LVL_6, 1000, &target_away_hold_ms);
     ompi_osc_nbe_register_counter(c, "rdma_target_away",
-        "Contiguous puts and gets of lock and lock_all epochs below the RDMA thresholds "
-        "sent by RDMA because the target was away from MPI (osc_nbe_target_away)",
+        "Operations of lock and lock_all epochs moved by RDMA (vader CMA) because the "
+        "target was away from MPI (osc_nbe_target_away): contiguous puts and gets below the "
+        "RDMA thresholds, those with a non-contiguous side, and accumulates applied by the "
+        "origin",
         &pv_away);
 }
 

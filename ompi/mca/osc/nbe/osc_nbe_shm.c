@@ -88,11 +88,12 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
 
 /* the tables every segment starts with: the header, one lock and one
  * exposure word per rank, one geometry entry per rank, one presence stamp
- * per rank (osc_nbe_presence.c); returns their size */
+ * per rank (osc_nbe_presence.c), one accumulate word per rank; returns
+ * their size */
 static uint64_t tables_size(int n)
 {
     return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + sizeof(int64_t)) * (uint64_t) n +
-           (sizeof(ompi_osc_nbe_shm_geom_t) + sizeof(uint64_t)) * (uint64_t) n;
+           (sizeof(ompi_osc_nbe_shm_geom_t) + sizeof(uint64_t) + sizeof(int32_t)) * (uint64_t) n;
 }
 
 static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
@@ -102,6 +103,7 @@ static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t siz
     module->shm_expo = (volatile int64_t *) (module->shm_locks + n);
     module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
     module->shm_seen = (volatile uint64_t *) (module->shm_geom + n);
+    module->shm_acc_words = (volatile int32_t *) (module->shm_seen + n);
     if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, ompi_scale_adapt_now_ns());
     /* the others read it only after the creation's closing barrier */
     module->shm_geom[module->rank].off = where;
@@ -198,11 +200,17 @@ bool ompi_osc_nbe_shm_take_held(ompi_osc_nbe_module_t *module, int target, bool 
     return false;
 }
 
-/* a test-and-test-and-set spin lock in the shared header: accumulates
- * applied directly by different processes stay atomic per element */
-void ompi_osc_nbe_shm_acc_lock(ompi_osc_nbe_module_t *module)
+volatile int32_t *ompi_osc_nbe_acc_word(const ompi_osc_nbe_module_t *module, int rank)
 {
-    volatile int32_t *l = module->shm_acc_lock;
+    if (NULL != module->shm_acc_lock) return module->shm_acc_lock;
+    return NULL != module->shm_acc_words ? &module->shm_acc_words[rank] : NULL;
+}
+
+/* a test-and-test-and-set spin lock in the segment: accumulates applied by
+ * different processes stay atomic per element. Held only while one
+ * accumulate is applied (no progress, no other lock inside) */
+void ompi_osc_nbe_acc_word_lock(volatile int32_t *l)
+{
     for (;;) {
         if (0 == __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) return;
         while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
@@ -279,9 +287,9 @@ void ompi_osc_nbe_shm_unlock_all(ompi_osc_nbe_module_t *module)
     module->shm_lock_all = 0;
 }
 
-void ompi_osc_nbe_shm_acc_unlock(ompi_osc_nbe_module_t *module)
+void ompi_osc_nbe_acc_word_unlock(volatile int32_t *l)
 {
-    __atomic_store_n(module->shm_acc_lock, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
@@ -294,6 +302,7 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     module->shm_expo = NULL;
     module->shm_geom = NULL;
     module->shm_seen = NULL;
+    module->shm_acc_words = NULL;
     module->shm_rings = NULL;
     free(module->ring_pend);
     module->ring_pend = NULL;
