@@ -611,6 +611,56 @@ static void walk_piece(elem_walk_t *w, uint64_t addr, size_t len)
     }
 }
 
+/* calls fn with the raw segments of op's target datatype at its target
+ * address (the target's memory: not touched here), NBE_RAW_IOV at a time
+ * (size: their bytes), while it returns OMPI_SUCCESS */
+typedef int (*target_segs_fn)(void *ctx, const struct iovec *segs, uint32_t n, size_t size);
+static int walk_target_segments(ompi_osc_nbe_op_t *op, target_segs_fn fn, void *ctx)
+{
+    opal_convertor_t conv;
+    struct iovec segs[NBE_RAW_IOV];
+    int rc = OMPI_SUCCESS;
+    bool done;
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
+                                             op->target_count, (void *) (uintptr_t) op->target_addr,
+                                             0, &conv);
+    do {
+        uint32_t n = NBE_RAW_IOV;
+        size_t size;
+        done = opal_convertor_raw(&conv, segs, &n, &size);
+        rc = fn(ctx, segs, n, size);
+    } while (!done && OMPI_SUCCESS == rc);
+    OBJ_DESTRUCT(&conv);
+    return rc;
+}
+
+struct plan_segs {
+    ompi_osc_nbe_op_t *op;
+    size_t *cap, chunk;
+    uint64_t off;
+    bool elementwise;
+    elem_walk_t w;
+};
+
+static int plan_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t size)
+{
+    struct plan_segs *ps = (struct plan_segs *) ctx;
+    int rc = OMPI_SUCCESS;
+    (void) size;
+    for (uint32_t i = 0; i < n && OMPI_SUCCESS == rc; ++i) {
+        uint64_t addr = (uint64_t) (uintptr_t) segs[i].iov_base;
+        if (ps->elementwise) {
+            walk_piece(&ps->w, addr, segs[i].iov_len);
+            rc = ps->w.rc;
+        } else {
+            rc = plan_add(ps->op, ps->cap, addr, ps->off, segs[i].iov_len, ps->chunk);
+            ps->off += segs[i].iov_len;
+        }
+    }
+    return rc;
+}
+
 /* fragments covering the target datatype's memory, chunk bytes at most */
 static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
 {
@@ -626,40 +676,19 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
         return plan_add(op, &cap, op->target_addr + (uint64_t) op->target_dt->super.true_lb, 0,
                         dt_bytes(op->target_dt, op->target_count), chunk);
     }
-    opal_convertor_t conv;
-    struct iovec iov[NBE_RAW_IOV];
-    uint64_t off = 0;
-    int rc = OMPI_SUCCESS;
-    bool done;
-    elem_walk_t w = { .op = op, .cap = &cap, .chunk = chunk, .rc = OMPI_SUCCESS };
+    struct plan_segs ps = { .op = op, .cap = &cap, .chunk = chunk, .off = 0,
+                            .elementwise = elementwise,
+                            .w = { .op = op, .cap = &cap, .chunk = chunk, .rc = OMPI_SUCCESS } };
     if (elementwise) {
         ptrdiff_t lb, ext;
-        ompi_datatype_type_size(op->elem_dt, &w.esize);
+        ompi_datatype_type_size(op->elem_dt, &ps.w.esize);
         ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
-        w.ext = (size_t) ext;
+        ps.w.ext = (size_t) ext;
     }
-    OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
-                                             op->target_count, (void *) (uintptr_t) op->target_addr,
-                                             0, &conv);
-    do {
-        uint32_t n = NBE_RAW_IOV;
-        size_t size;
-        done = opal_convertor_raw(&conv, iov, &n, &size);
-        for (uint32_t i = 0; i < n && OMPI_SUCCESS == rc; ++i) {
-            if (elementwise) {
-                walk_piece(&w, (uint64_t) (uintptr_t) iov[i].iov_base, iov[i].iov_len);
-                rc = w.rc;
-            } else {
-                rc = plan_add(op, &cap, (uint64_t) (uintptr_t) iov[i].iov_base, off, iov[i].iov_len, chunk);
-                off += iov[i].iov_len;
-            }
-        }
-    } while (!done && OMPI_SUCCESS == rc);
-    OBJ_DESTRUCT(&conv);
+    int rc = walk_target_segments(op, plan_segs_fn, &ps);
     if (elementwise && OMPI_SUCCESS == rc) {
-        walk_flush(&w);
-        rc = w.rc;
+        walk_flush(&ps.w);
+        rc = ps.w.rc;
     }
     return rc;
 }
@@ -806,6 +835,42 @@ static void apply_local(ompi_osc_nbe_op_t *op, void *target)
     if (word) ompi_osc_nbe_acc_word_unlock(word);
 }
 
+/* an op moved or applied by CMA to a target away from MPI, complete in
+ * the call like an RDMA transfer (not counted); rc other than OMPI_SUCCESS:
+ * the window failed meanwhile. Returns 0 for the issue callback (op gone) */
+static int away_done(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, size_t bytes, int rc)
+{
+    module->bytes += bytes;
+    ompi_osc_nbe_target_away_counted();
+    if (OMPI_SUCCESS != rc) {
+        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
+        return 0;
+    }
+    op->next_frag = op->nplan;
+    op->reply_left = 0;
+    ompi_osc_nbe_op_local_complete(op);
+    return 0;
+}
+
+struct scatter_segs {
+    ompi_osc_nbe_module_t *module;
+    struct mca_bml_base_btl_t *b;
+    int target;
+    pid_t pid;
+    bool is_put;
+    char *stream;   /* the staged origin side, consumed in order */
+};
+
+static int scatter_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t size)
+{
+    struct scatter_segs *ss = (struct scatter_segs *) ctx;
+    int rc = 0 == n ? OMPI_SUCCESS
+                    : ompi_osc_nbe_cma_scatter(ss->module, ss->b, ss->target, ss->pid, ss->is_put,
+                                               ss->stream, segs, (int) n);
+    ss->stream += size;
+    return rc;
+}
+
 /* A put or get with a non-contiguous side, of a passive epoch, to a target
  * of this node away from MPI: the origin side staged (packed for a put, a
  * result buffer for a get, unpacked at local completion), then moved to or
@@ -825,35 +890,10 @@ static int try_cma_datatype(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op
     if (NULL == b) return -1;
     int rc = is_put ? stage_put(op) : stage_get(op);
     if (OMPI_SUCCESS != rc) return -1;   /* the staging is freed with the op */
-    char *stream = is_put ? op->stream : op->result;
-    opal_convertor_t conv;
-    struct iovec segs[NBE_RAW_IOV];
-    bool done;
-    OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
-                                             op->target_count, (void *) (uintptr_t) op->target_addr,
-                                             0, &conv);
-    do {
-        uint32_t n = NBE_RAW_IOV;
-        size_t size;
-        done = opal_convertor_raw(&conv, segs, &n, &size);
-        rc = 0 == n ? OMPI_SUCCESS
-                    : ompi_osc_nbe_cma_scatter(module, b, target, (pid_t) g->pid, is_put, stream,
-                                               segs, (int) n);
-        stream += size;
-    } while (!done && OMPI_SUCCESS == rc);
-    OBJ_DESTRUCT(&conv);
-    module->bytes += op->nbytes;
-    ompi_osc_nbe_target_away_counted();
-    if (OMPI_SUCCESS != rc) {
-        /* the window failed (ompi_osc_nbe_cma_scatter) */
-        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
-        return 0;
-    }
-    op->next_frag = op->nplan;
-    op->reply_left = 0;
-    ompi_osc_nbe_op_local_complete(op);
-    return 0;
+    struct scatter_segs ss = { module, b, target, (pid_t) g->pid, is_put,
+                               is_put ? op->stream : op->result };
+    rc = walk_target_segments(op, scatter_segs_fn, &ss);
+    return away_done(module, op, op->nbytes, rc);
 }
 
 /* the update of an accumulate, compare-and-swap or fetching accumulate,
@@ -911,16 +951,7 @@ static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *
     int rc = ompi_osc_nbe_cma_rmw(module, target, (pid_t) g->pid, op->target_addr + (uint64_t) lb,
                                   len, acc_update, op);
     if (1 == rc) return -1;
-    module->bytes += len;
-    ompi_osc_nbe_target_away_counted();
-    if (OMPI_SUCCESS != rc) {
-        ompi_osc_nbe_op_fail(op, MPI_ERR_OTHER);
-        return 0;
-    }
-    op->next_frag = op->nplan;
-    op->reply_left = 0;
-    ompi_osc_nbe_op_local_complete(op);
-    return 0;
+    return away_done(module, op, len, rc);
 }
 
 /* engine callback: the op may go to the network now */
