@@ -8,7 +8,8 @@
  *     with a small get, and the same with a strided origin (a packed stream
  *     moved by CMA); then, in shared epochs of all origins at once, FOPS
  *     fetch-and-adds on one counter, an accumulate, a compare-and-swap on
- *     one word and an atomic read (applied by CMA under the target's
+ *     one word, an atomic read, and an accumulate and an atomic read of
+ *     BIG doubles, more than one piece (applied by CMA under the target's
  *     accumulate word);
  *  B. right after the barrier: a shared-lock put epoch. The target may
  *     still look present (it has just left): then the put is an active
@@ -29,6 +30,7 @@
 #define N 64   /* ints per transfer: 256 B, an active message by default */
 #define BLOCKS 4 /* per origin: one per round, one for the strided put */
 #define FOPS 50  /* fetch-and-adds per origin on the shared counter */
+#define BIG 20000 /* doubles every origin adds 1.0 to: 160 KB, applied in pieces */
 
 static double now(void)
 {
@@ -71,7 +73,7 @@ static void get_epoch(MPI_Win win, int *buf, int disp, int value)
  * fetched values in fetched), an accumulate of 1 on every int of block
  * adisp, a compare-and-swap of 0 by my rank on the shared word (the value
  * found in *cas_old) and an atomic read of the counter */
-static void accumulates(MPI_Win win, int shared, int adisp, int *fetched, int *cas_old)
+static void accumulates(MPI_Win win, int shared, int adisp, int big, int *fetched, int *cas_old)
 {
     int one = 1, ones[N], mine = rank, zero = 0, now_read = -1;
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
@@ -85,6 +87,23 @@ static void accumulates(MPI_Win win, int shared, int adisp, int *fetched, int *c
     MPI_Compare_and_swap(&mine, &zero, cas_old, MPI_INT, 0, shared + 1, win);
     MPI_Fetch_and_op(NULL, &now_read, MPI_INT, 0, shared, MPI_NO_OP, win);
     MPI_Win_unlock(0, win);
+    /* above 64 KiB: in pieces of whole elements */
+    double *dbl = malloc(BIG * sizeof(double)), *got = malloc(BIG * sizeof(double));
+    for (int i = 0; i < BIG; ++i) dbl[i] = 1.0;
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+    MPI_Accumulate(dbl, BIG, MPI_DOUBLE, 0, big, BIG, MPI_DOUBLE, MPI_SUM, win);
+    MPI_Get_accumulate(NULL, 0, MPI_DOUBLE, got, BIG, MPI_DOUBLE, 0, big, BIG, MPI_DOUBLE,
+                       MPI_NO_OP, win);
+    MPI_Win_unlock(0, win);
+    for (int i = 0; i < BIG; ++i) {
+        /* my addition is in; the others' may be, all of an element or none */
+        if (got[i] < 1.0 || got[i] > nprocs - 1 || got[i] != (double) (int) got[i]) {
+            CHECK(0, "atomic read of big[%d] after my addition: %g", i, got[i]);
+            break;
+        }
+    }
+    free(dbl);
+    free(got);
     CHECK(now_read >= FOPS, "an atomic read of the counter after my %d additions found %d", FOPS,
           now_read);
 }
@@ -120,12 +139,14 @@ int main(int argc, char **argv)
     test_init(&argc, &argv);
     const char *mode = getenv("NBE_AWAY_MODE");
     int never = NULL != mode && 0 == strcmp(mode, "never");
-    /* the blocks, then the shared counter and the compare-and-swap word */
-    int shared = BLOCKS * N * nprocs;
-    int *mem = calloc((size_t) shared + 2, sizeof(int));
+    /* the blocks, the shared counter and the compare-and-swap word, then
+     * (8-byte aligned) BIG doubles */
+    int shared = BLOCKS * N * nprocs, big = (shared + 2 + 1) & ~1;
+    int *mem = calloc((size_t) big + 2 * BIG, sizeof(int));
+    double *bigmem = (double *) (mem + big);
     int buf[N];
     MPI_Win win;
-    MPI_Win_create(mem, (MPI_Aint) ((shared + 2) * sizeof(int)), sizeof(int), MPI_INFO_NULL,
+    MPI_Win_create(mem, (MPI_Aint) ((big + 2 * BIG) * sizeof(int)), sizeof(int), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
     mdq_pvar_init();
@@ -160,7 +181,7 @@ int main(int argc, char **argv)
             if (0 == round) {
                 get_epoch(win, buf, disp, value);
                 strided(win, (BLOCKS * rank + 3) * N, disp, value);
-                accumulates(win, shared, disp, fetched, &cas_old);
+                accumulates(win, shared, disp, big, fetched, &cas_old);
             }
             counted[round] = mdq_pvar_read(h) - before;
         }
@@ -172,8 +193,8 @@ int main(int argc, char **argv)
             CHECK(0 == all, "thresholds 0 (never), yet %llu transfers went by RDMA to the "
                   "target away", all);
         } else {
-            CHECK(FOPS + 7 == counted[0], "A: %llu of %d transfers and accumulates to the "
-                  "target away went by CMA", counted[0], FOPS + 7);
+            CHECK(FOPS + 9 == counted[0], "A: %llu of %d transfers and accumulates to the "
+                  "target away went by CMA", counted[0], FOPS + 9);
             CHECK(1 == counted[1] || 1 == counted[2], "B and C: no put went by RDMA (a put "
                   "that waited for the target's return holds it away)");
         }
@@ -215,6 +236,12 @@ int main(int argc, char **argv)
             }
         }
         CHECK(mem[shared] == total, "counter %d, expected %d", mem[shared], total);
+        for (int i = 0; i < BIG; ++i) {
+            if (bigmem[i] != (double) (nprocs - 1)) {
+                CHECK(0, "big[%d] = %g, expected %d", i, bigmem[i], nprocs - 1);
+                break;
+            }
+        }
         int winners = 0;
         for (int k = 1; k < nprocs; ++k) {
             winners += 0 == cas_all[k];

@@ -896,12 +896,23 @@ static int try_cma_datatype(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op
     return away_done(module, op, op->nbytes, rc);
 }
 
+/* A piece of an accumulate applied by CMA: elements first .. first + n - 1
+ * of the target (whole: the op as it is; else the origin, and for a fetch
+ * the result, have the target's predefined type, so piece k is at the same
+ * offset in each) */
+struct acc_piece {
+    ompi_osc_nbe_op_t *op;
+    size_t first, n, ext;
+    bool whole;
+};
+
 /* the update of an accumulate, compare-and-swap or fetching accumulate,
  * applied to the target's current contents cur (its target datatype is
  * predefined): the fetched values first */
 static bool acc_update(void *ctx, void *cur)
 {
-    ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) ctx;
+    struct acc_piece *p = (struct acc_piece *) ctx;
+    ompi_osc_nbe_op_t *op = p->op;
     if (NBE_OP_CAS == op->type) {
         size_t sz = dt_bytes(op->target_dt, 1);
         memcpy(op->result_addr, cur, sz);
@@ -909,26 +920,40 @@ static bool acc_update(void *ctx, void *cur)
         memcpy(cur, op->cas_buf + sz, sz);
         return true;
     }
-    if (NBE_OP_GACC == op->type) {
-        ompi_datatype_sndrcv(cur, op->target_count, op->target_dt, op->result_addr,
-                             op->result_count, op->result_dt);
+    if (p->whole) {
+        if (NBE_OP_GACC == op->type) {
+            ompi_datatype_sndrcv(cur, op->target_count, op->target_dt, op->result_addr,
+                                 op->result_count, op->result_dt);
+        }
+        if (&ompi_mpi_op_no_op.op == op->op) return false;
+        if (&ompi_mpi_op_replace.op == op->op) {
+            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, cur,
+                                 op->target_count, op->target_dt);
+        } else {
+            ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, cur,
+                                    op->target_count, op->target_dt, op->op);
+        }
+        return true;
     }
+    size_t off = p->first * p->ext, len = p->n * p->ext;
+    if (NBE_OP_GACC == op->type) memcpy((char *) op->result_addr + off, cur, len);
     if (&ompi_mpi_op_no_op.op == op->op) return false;
+    const char *src = (const char *) op->origin_addr + off;
     if (&ompi_mpi_op_replace.op == op->op) {
-        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, cur,
-                             op->target_count, op->target_dt);
+        memcpy(cur, src, len);
     } else {
-        ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, cur,
-                                op->target_count, op->target_dt, op->op);
+        ompi_op_reduce(op->op, (void *) src, cur, (int) p->n, op->target_dt);
     }
     return true;
 }
 
 /* An accumulate, fetching accumulate or compare-and-swap of a passive epoch
- * to a target of this node away from MPI, on a predefined target type of at
- * most RMW_MAX bytes: applied by this process under the target's
- * accumulate word (a CMA read, the update, a CMA write), which the target
- * takes too when it applies accumulate frames, so elements stay atomic.
+ * to a target of this node away from MPI, on a predefined target type:
+ * applied by this process under the target's accumulate word (a CMA read,
+ * the update, a CMA write), which the target takes too when it applies
+ * accumulate frames, so elements stay atomic. At most RMW_MAX bytes at a
+ * time, so that the word is never held long: a larger one goes in pieces
+ * of whole elements (only if origin and result have the target's type).
  * Only if every earlier operation to the target was acknowledged (applied),
  * so that accumulates stay in order. Complete in the call, not counted.
  * -1: not taken; 0: done (op gone). */
@@ -941,16 +966,35 @@ static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *
     }
     ptrdiff_t lb, ext;
     ompi_datatype_get_extent(op->target_dt, &lb, &ext);
-    size_t len = (size_t) ext * (size_t) op->target_count;
-    if (0 == len || len > RMW_MAX) return -1;
+    size_t count = (size_t) op->target_count, len = (size_t) ext * count;
+    bool whole = len <= RMW_MAX;
+    if (0 == len) return -1;
+    if (!whole && ((&ompi_mpi_op_no_op.op != op->op &&
+                    (op->origin_dt != op->target_dt || (size_t) op->origin_count != count)) ||
+                   (NBE_OP_GACC == op->type &&
+                    (op->result_dt != op->target_dt || (size_t) op->result_count != count)))) {
+        return -1;
+    }
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, target);
     if (NULL == g || g->pid <= 0 || NULL == ompi_osc_nbe_away_cma_btl(module, target, true) ||
         !nbe_issuing_alone(module->engine, target)) {
         return -1;
     }
-    int rc = ompi_osc_nbe_cma_rmw(module, target, (pid_t) g->pid, op->target_addr + (uint64_t) lb,
-                                  len, acc_update, op);
-    if (1 == rc) return -1;
+    size_t per = whole ? count : RMW_MAX / (size_t) ext;
+    int rc = OMPI_SUCCESS;
+    for (size_t first = 0; first < count && OMPI_SUCCESS == rc; first += per) {
+        struct acc_piece p = { op, first, count - first < per ? count - first : per,
+                               (size_t) ext, whole };
+        rc = ompi_osc_nbe_cma_rmw(module, target, (pid_t) g->pid,
+                                  op->target_addr + (uint64_t) lb + first * (uint64_t) ext,
+                                  p.n * (size_t) ext, acc_update, &p);
+        if (1 == rc && 0 == first) return -1;   /* nothing applied: send it */
+        if (1 == rc) {
+            /* pieces are in place, the rest cannot follow another way */
+            if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
+            rc = ompi_osc_nbe_failed_rc(module);
+        }
+    }
     return away_done(module, op, len, rc);
 }
 
