@@ -18,8 +18,9 @@
  * target waited more than 10 ms and saw the target's stamp go stale
  * meanwhile, small transfers to that target go by RDMA for ten times the
  * wait (at most osc_nbe_target_away_hold ms, kept in the peer's win_traits),
- * so a target that leaves MPI again and again is waited for once, not each
- * time.
+ * and while it is held each time its stamp is seen stale the hold runs on
+ * for osc_nbe_target_away_hold ms from then: a target that leaves MPI again
+ * and again is waited for once, not each time.
  */
 #include "ompi_config.h"
 
@@ -54,9 +55,10 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         OPAL_INFO_LVL_5, 50, &target_away_us);
     ompi_osc_nbe_register_uint(c, "target_away_hold",
         "After an unlock or flush to one target waited more than 10 ms while the target "
-        "was away (osc_nbe_target_away), its small passive transfers go by RDMA for ten "
-        "times that wait, but at most this many milliseconds (a target that just left "
-        "MPI looks present: a target that leaves again and again is then waited for once). "
+        "was away (osc_nbe_target_away), its passive operations do without it for ten "
+        "times that wait, but at most this many milliseconds, and for this many "
+        "milliseconds from each time it is seen away again meanwhile (a target that just "
+        "left MPI looks present: one that leaves again and again is then waited for once). "
         "0: no hold",
         OPAL_INFO_LVL_6, 1000, &target_away_hold_ms);
     ompi_osc_nbe_register_counter(c, "rdma_target_away",
@@ -90,6 +92,21 @@ void ompi_osc_nbe_presence_stamp(ompi_osc_nbe_module_t *module, uint64_t now_ns)
     }
 }
 
+static void hold_until(ompi_osc_nbe_module_t *module, ompi_osc_nbe_peer_t *g, uint64_t until)
+{
+    g->away_until = until;
+    if (until > module->away_hold_last) module->away_hold_last = until;
+}
+
+/* a target held away and seen away again keeps leaving MPI: its hold runs
+ * on for osc_nbe_target_away_hold from now */
+static void extend_hold(ompi_osc_nbe_module_t *module, int peer, uint64_t now)
+{
+    ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, peer);
+    uint64_t until = now + (uint64_t) target_away_hold_ms * 1000000u;
+    if (NULL != g && now < g->away_until && until > g->away_until) hold_until(module, g, until);
+}
+
 bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer)
 {
     if (!ompi_osc_nbe_presence_on(module) || peer == module->rank) return false;
@@ -100,6 +117,7 @@ bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer)
                             "osc/nbe %d: window %u: %d away, its progress stamped %.0f us ago",
                             module->rank, module->cid, peer,
                             ((now >> STAMP_SHIFT) - seen) * (double) (1u << STAMP_SHIFT) * 1e-3);
+        if (now < module->away_hold_last) extend_hold(module, peer, now);
         return true;
     }
     if (now >= module->away_hold_last) return false;   /* no hold running */
@@ -139,8 +157,7 @@ void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
     uint64_t hold = HOLD_FACTOR * waited, most = (uint64_t) target_away_hold_ms * 1000000u;
     ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, w->target);
     if (NULL == g) return;
-    g->away_until = now + (hold < most ? hold : most);
-    if (g->away_until > module->away_hold_last) module->away_hold_last = g->away_until;
+    hold_until(module, g, now + (hold < most ? hold : most));
     opal_output_verbose(20, mca_osc_nbe_component.output,
                         "osc/nbe %d: window %u: waited %.3f ms for %d away from MPI: its small "
                         "passive transfers go by RDMA for %.1f ms", module->rank, module->cid,
