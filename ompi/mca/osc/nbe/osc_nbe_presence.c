@@ -49,8 +49,8 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         "goes by RDMA (vader CMA) instead of active messages when the target's progress has "
         "not run for this many microseconds (it computes outside MPI, or is descheduled), so "
         "that it does not wait for the target's next MPI call; an accumulate, fetch-and-op "
-        "or compare-and-swap on a predefined target type of up to 64 KiB is then applied by "
-        "the origin (CMA read, update, CMA write) under the target's accumulate word (not "
+        "or compare-and-swap on a predefined target type is then applied by the origin (CMA "
+        "read, update, CMA write, 64 KiB at a time) under the target's accumulate word (not "
         "where those thresholds are 0, never). 0: always active messages",
         OPAL_INFO_LVL_5, 50, &target_away_us);
     ompi_osc_nbe_register_uint(c, "target_away_hold",
