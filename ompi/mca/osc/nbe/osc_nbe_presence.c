@@ -159,7 +159,7 @@ void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
     if (NULL == g) return;
     hold_until(module, g, now + (hold < most ? hold : most));
     opal_output_verbose(20, mca_osc_nbe_component.output,
-                        "osc/nbe %d: window %u: waited %.3f ms for %d away from MPI: its small "
-                        "passive transfers go by RDMA for %.1f ms", module->rank, module->cid,
+                        "osc/nbe %d: window %u: waited %.3f ms for %d away from MPI: its "
+                        "passive operations do without it for %.1f ms", module->rank, module->cid,
                         waited * 1e-6, w->target, (g->away_until - now) * 1e-6);
 }
