@@ -38,6 +38,7 @@
 
 static unsigned target_away_us;
 static unsigned target_away_hold_ms;
+static bool test_away;   /* tests: every target counts as away */
 static unsigned long long pv_away;
 
 void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
@@ -61,6 +62,11 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         "left MPI looks present: one that leaves again and again is then waited for once). "
         "0: no hold",
         OPAL_INFO_LVL_6, 1000, &target_away_hold_ms);
+    ompi_osc_nbe_register_bool(c, "test_away",
+        "Testing only: every target of a window with the tables segment counts as away from "
+        "MPI (osc_nbe_target_away), so that lock and lock_all epochs take the paths that do "
+        "without the target for every operation they can",
+        OPAL_INFO_LVL_9, false, &test_away);
     ompi_osc_nbe_register_counter(c, "rdma_target_away",
         "Operations of lock and lock_all epochs moved by RDMA (vader CMA) because the "
         "target was away from MPI (osc_nbe_target_away): contiguous puts and gets below the "
@@ -110,6 +116,7 @@ static void extend_hold(ompi_osc_nbe_module_t *module, int peer, uint64_t now)
 bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer)
 {
     if (!ompi_osc_nbe_presence_on(module) || peer == module->rank) return false;
+    if (OPAL_UNLIKELY(test_away)) return true;
     uint64_t now = ompi_scale_adapt_now_ns();
     uint64_t seen = __atomic_load_n(&module->shm_seen[peer], __ATOMIC_RELAXED);
     if (stale(now, seen)) {
