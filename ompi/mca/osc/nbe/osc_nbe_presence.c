@@ -148,7 +148,10 @@ void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
 
 void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
 {
-    if (OMPI_OSC_NBE_WAIT_WATCH_FROM == w->polls) w->t0 = ompi_scale_adapt_now_ns();
+    if (OMPI_OSC_NBE_WAIT_WATCH_FROM == w->polls) {
+        w->t0 = ompi_scale_adapt_now_ns();
+        return;
+    }
     if (0 == (w->polls - OMPI_OSC_NBE_WAIT_WATCH_FROM) % WAIT_LOOK_EVERY && !w->saw_away) {
         uint64_t seen = __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED);
         w->saw_away = stale(ompi_scale_adapt_now_ns(), seen);
