@@ -448,8 +448,8 @@ int  ompi_osc_nbe_cma_take(ompi_osc_nbe_module_t *module, struct mca_bml_base_bt
 int  ompi_osc_nbe_cma_submit(ompi_osc_nbe_module_t *module);
 /* moves a packed stream to (is_put) or from nsegs segments of peer's memory
  * (iov_base: its addresses) in one CMA call, through vader transfer by
- * transfer if that call fails; OMPI_SUCCESS, or an error that failed the
- * window */
+ * transfer if that call fails or finds no memory for its vectors;
+ * OMPI_SUCCESS, or an error that failed the window */
 /* an accumulate applied by the origin to peer's memory: under peer's
  * accumulate word, reads the len bytes at remote, lets update change them
  * (it returns whether to write them back, after taking what a fetch needs)

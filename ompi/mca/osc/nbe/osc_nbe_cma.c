@@ -194,7 +194,19 @@ int ompi_osc_nbe_cma_scatter(ompi_osc_nbe_module_t *module, struct mca_bml_base_
                              const struct iovec *segs, int nsegs)
 {
     nbe_cma_batch_t batch = { .n = 0 };
-    if (0 != nbe_cma_init(&batch, nsegs)) return OMPI_ERR_OUT_OF_RESOURCE;
+    if (0 != nbe_cma_init(&batch, nsegs)) {
+        /* no memory for the call's vectors: one vader transfer per segment */
+        for (int i = 0; i < nsegs; ++i) {
+            if (0 != ompi_osc_nbe_rdma_now(module, b, peer, stream,
+                                           (uint64_t) (uintptr_t) segs[i].iov_base,
+                                           segs[i].iov_len, is_put)) {
+                if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
+                return ompi_osc_nbe_failed_rc(module);
+            }
+            stream += segs[i].iov_len;
+        }
+        return OMPI_SUCCESS;
+    }
     batch.path = b;
     for (int i = 0; i < nsegs; ++i) {
         (void) nbe_cma_add(&batch, pid, peer, is_put, stream,
@@ -211,8 +223,9 @@ int ompi_osc_nbe_cma_rmw(ompi_osc_nbe_module_t *module, int peer, pid_t pid, uin
 {
     volatile int32_t *word = ompi_osc_nbe_acc_word(module, peer);
     char small[256];
+    if (NULL == word) return 1;
     char *cur = len <= sizeof(small) ? small : malloc(len);
-    if (NULL == word || NULL == cur) return 1;
+    if (NULL == cur) return 1;
     struct iovec l = { .iov_base = cur, .iov_len = len };
     struct iovec r = { .iov_base = (void *) (uintptr_t) remote, .iov_len = len };
     int rc = OMPI_SUCCESS;
