@@ -860,21 +860,26 @@ static mca_bml_base_btl_t *rdma_btl_any(ompi_osc_nbe_module_t *module, int peer,
     return rdma_btl(module, peer, is_put);
 }
 
+/* the RDMA BTL to a target away from MPI (osc_nbe_presence.c) in a passive
+ * epoch whose threshold is not 0 (never), if the data need not wait for the
+ * target there (remote-complete: no FIN), else NULL */
+static mca_bml_base_btl_t *away_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put)
+{
+    if (0 == ompi_osc_nbe_rdma_from(is_put, true) || !ompi_osc_nbe_target_away(module, peer)) {
+        return NULL;
+    }
+    mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
+    return NULL != b && btl_remote_complete(b->btl) ? b : NULL;
+}
+
 static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
                                         bool is_put, bool passive)
 {
     if (rdma_sized(len, is_put, passive)) return rdma_btl_any(module, peer, is_put);
-    /* below the threshold of a passive epoch (not 0, never): by RDMA only if
-     * the target is away from MPI and the BTL needs it neither for the data
-     * nor for a FIN */
-    if (!passive || 0 == ompi_osc_nbe_rdma_from(is_put, true)
-        || !ompi_osc_nbe_target_away(module, peer)) {
-        return NULL;
-    }
-    mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
-    if (NULL == b || !btl_remote_complete(b->btl) || !btl_completes_in_call(b->btl, is_put)) {
-        return NULL;
-    }
+    /* below the threshold of a passive epoch: by RDMA only to a target away
+     * from MPI, over a BTL that completes the transfer in the call */
+    mca_bml_base_btl_t *b = passive ? away_btl(module, peer, is_put) : NULL;
+    if (NULL == b || !btl_completes_in_call(b->btl, is_put)) return NULL;
     ompi_osc_nbe_target_away_counted();
     return b;
 }
@@ -882,12 +887,8 @@ static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer,
 struct mca_bml_base_btl_t *ompi_osc_nbe_away_cma_btl(ompi_osc_nbe_module_t *module, int peer,
                                                       bool is_put)
 {
-    if (0 == ompi_osc_nbe_rdma_from(is_put, true) || !ompi_osc_nbe_target_away(module, peer)) {
-        return NULL;
-    }
-    mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
-    if (NULL == b || !btl_remote_complete(b->btl) || !ompi_osc_nbe_is_cma(b->btl)) return NULL;
-    return b;
+    mca_bml_base_btl_t *b = away_btl(module, peer, is_put);
+    return NULL != b && ompi_osc_nbe_is_cma(b->btl) ? b : NULL;
 }
 
 /* within the BTL's size limit and alignment for one transfer (vader's
