@@ -787,6 +787,33 @@ static bool copy_contig(void *dst, int dcount, ompi_datatype_t *ddt, const void 
     return true;
 }
 
+/* an accumulate, fetching accumulate or compare-and-swap applied to mem
+ * (the target's memory, or a copy of it read by CMA), the fetched values
+ * first; returns whether mem changed */
+static bool apply_acc_op(ompi_osc_nbe_op_t *op, void *mem)
+{
+    if (NBE_OP_CAS == op->type) {
+        size_t sz = dt_bytes(op->target_dt, 1);
+        memcpy(op->result_addr, mem, sz);
+        if (0 != memcmp(mem, op->cas_buf, sz)) return false;
+        memcpy(mem, op->cas_buf + sz, sz);
+        return true;
+    }
+    if (NBE_OP_GACC == op->type) {
+        ompi_datatype_sndrcv(mem, op->target_count, op->target_dt, op->result_addr,
+                             op->result_count, op->result_dt);
+    }
+    if (&ompi_mpi_op_no_op.op == op->op) return false;
+    if (&ompi_mpi_op_replace.op == op->op) {
+        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, mem,
+                             op->target_count, op->target_dt);
+    } else {
+        ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, mem,
+                                op->target_count, op->target_dt, op->op);
+    }
+    return true;
+}
+
 /* operations to self, or to a peer whose memory is mapped here (shared
  * memory windows): applied in place, no messages */
 static void apply_local(ompi_osc_nbe_op_t *op, void *target)
@@ -812,25 +839,10 @@ static void apply_local(ompi_osc_nbe_op_t *op, void *target)
                              op->origin_count, op->origin_dt);
         break;
     case NBE_OP_GACC:
-        ompi_datatype_sndrcv(target, op->target_count, op->target_dt, op->result_addr,
-                             op->result_count, op->result_dt);
-        /* fall through */
     case NBE_OP_ACC:
-        if (&ompi_mpi_op_no_op.op == op->op) break;
-        if (&ompi_mpi_op_replace.op == op->op) {
-            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, target,
-                                 op->target_count, op->target_dt);
-        } else {
-            ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, target,
-                                    op->target_count, op->target_dt, op->op);
-        }
+    case NBE_OP_CAS:
+        (void) apply_acc_op(op, target);
         break;
-    case NBE_OP_CAS: {
-        size_t sz = dt_bytes(op->target_dt, 1);
-        memcpy(op->result_addr, target, sz);
-        if (0 == memcmp(target, op->cas_buf, sz)) memcpy(target, op->cas_buf + sz, sz);
-        break;
-    }
     }
     if (word) ompi_osc_nbe_acc_word_unlock(word);
 }
@@ -906,35 +918,14 @@ struct acc_piece {
     bool whole;
 };
 
-/* the update of an accumulate, compare-and-swap or fetching accumulate,
- * applied to the target's current contents cur (its target datatype is
- * predefined): the fetched values first */
+/* the update of a piece of an accumulate, compare-and-swap or fetching
+ * accumulate, applied to the target's current contents cur (its target
+ * datatype is predefined): the fetched values first */
 static bool acc_update(void *ctx, void *cur)
 {
     struct acc_piece *p = (struct acc_piece *) ctx;
     ompi_osc_nbe_op_t *op = p->op;
-    if (NBE_OP_CAS == op->type) {
-        size_t sz = dt_bytes(op->target_dt, 1);
-        memcpy(op->result_addr, cur, sz);
-        if (0 != memcmp(cur, op->cas_buf, sz)) return false;
-        memcpy(cur, op->cas_buf + sz, sz);
-        return true;
-    }
-    if (p->whole) {
-        if (NBE_OP_GACC == op->type) {
-            ompi_datatype_sndrcv(cur, op->target_count, op->target_dt, op->result_addr,
-                                 op->result_count, op->result_dt);
-        }
-        if (&ompi_mpi_op_no_op.op == op->op) return false;
-        if (&ompi_mpi_op_replace.op == op->op) {
-            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, cur,
-                                 op->target_count, op->target_dt);
-        } else {
-            ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, cur,
-                                    op->target_count, op->target_dt, op->op);
-        }
-        return true;
-    }
+    if (p->whole) return apply_acc_op(op, cur);   /* compare-and-swaps always are */
     size_t off = p->first * p->ext, len = p->n * p->ext;
     if (NBE_OP_GACC == op->type) memcpy((char *) op->result_addr + off, cur, len);
     if (&ompi_mpi_op_no_op.op == op->op) return false;
