@@ -423,6 +423,8 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
     return rc;
 }
 
+static mca_bml_base_btl_t *away_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put);
+
 /* A small put taken without an op object, staging or plan (a put on a
  * create window is an active message; this builds that message and nothing
  * else). It goes into the open packed frame, which leaves with the next
@@ -431,8 +433,9 @@ static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
  * to pack (or with packing off) leaves at once as one PUT frame if it fits
  * one fragment.
  * Declined (the general path takes the put) from the epoch kind's RDMA
- * threshold, and while a frame of this window waits in its out-queue, whose
- * order must be kept. */
+ * threshold, for a passive target away from MPI that RDMA can reach, and
+ * while a frame of this window waits in its out-queue, whose order must be
+ * kept. */
 int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
                          uint64_t fence_tag, const void *data, size_t len, bool passive)
 {
@@ -448,11 +451,8 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
      * e.g. so that passive epochs never need the target's progress) */
     unsigned rdma_from = ompi_osc_nbe_rdma_from(true, passive);
     if (0 != rdma_from && len >= rdma_from) return OMPI_ERR_OUT_OF_RESOURCE;
-    /* a passive target away from MPI: the general path moves it by RDMA
-     * (unless the threshold, 0, says never) */
-    if (passive && 0 != rdma_from && ompi_osc_nbe_target_away(module, peer)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
+    /* a passive target away from MPI: the general path moves it by RDMA */
+    if (passive && NULL != away_btl(module, peer, true)) return OMPI_ERR_OUT_OF_RESOURCE;
     if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
     /* within one fragment: one frame now, behind the open packed frame */
     if (len > ompi_osc_nbe_max_payload(module, peer)) return OMPI_ERR_OUT_OF_RESOURCE;
