@@ -2,7 +2,8 @@
  * Passive-target RMA on a create window of one node while the target does
  * not call MPI at all: window locks are taken by the origins in the node's
  * lock table (osc_nbe_shm_tables), the peers' geometry is read there, and
- * transfers of 64 KiB are CMA (vader), so nothing needs the target's CPU.
+ * transfers of 64 KiB to a target away from MPI are CMA (vader), so nothing
+ * needs the target's CPU.
  *
  * Rank 0 is the target. Between two barriers it only reads its own memory:
  *  1. every origin, under an exclusive lock, puts its stamp over its data
@@ -21,19 +22,23 @@
  * has no single-copy mechanism (CMA not permitted, e.g. some containers)
  * the puts are active messages and the test says so and skips: a first
  * epoch, with the target in MPI, must have completed an RDMA transfer in
- * the BTL call or in a gathered CMA call (pvars osc_nbe_rdma_local_complete,
- * osc_nbe_cma_gathered). That first epoch follows
+ * the BTL call or in a gathered CMA call, or have chosen active messages
+ * over CMA (pvars osc_nbe_rdma_local_complete, osc_nbe_cma_gathered,
+ * osc_nbe_passive_copied). That first epoch follows
  * one with a small put (an active message): the operations it counted must
  * not make later unlocks wait for an acknowledgement from the target.
  *
  * Blocks below the RDMA thresholds (NBE_BLOCK_INTS) go by RDMA either
- * because the thresholds were set at or below them (NBE_SMALL_RDMA=1: a
- * small put must then take RDMA even with the target in MPI) or because the
+ * because the thresholds were set at or below them (NBE_SMALL_RDMA=1, with
+ * osc_nbe_passive_cma on: a small put must then take RDMA even with the
+ * target in MPI; under auto it may take active messages to a target in
+ * MPI, as RDMA-sized ones may) or because the
  * target is away from MPI (osc_nbe_target_away: NBE_EXPECT_AWAY=1 checks
  * that pvar osc_nbe_rdma_target_away counted). The origins start each phase
  * 20 ms after the target left MPI, past osc_nbe_target_away: a transfer sent
  * while the target still looks present would wait for its return.
  */
+#include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,9 +108,10 @@ int main(int argc, char **argv)
 
     /* can this node do it? one epoch with the target in MPI (the barrier) */
     mdq_pvar_init();
-    MPI_T_pvar_handle h, hg;
+    MPI_T_pvar_handle h, hg, hc;
     int have_pvar = 0 == mdq_pvar_find("osc_nbe_rdma_local_complete", &h) &&
-                    0 == mdq_pvar_find("osc_nbe_cma_gathered", &hg);
+                    0 == mdq_pvar_find("osc_nbe_cma_gathered", &hg) &&
+                    0 == mdq_pvar_find("osc_nbe_passive_copied", &hc);
     unsigned long long rdma = 1;
     if (0 != rank) {
         /* a small put first: an active message (under the default
@@ -116,20 +122,23 @@ int main(int argc, char **argv)
         MPI_Put(buf, 8, MPI_INT, 0, data_disp(rank), 8, MPI_INT, win);
         MPI_Win_unlock(0, win);
         put_block(win, buf, data_disp(rank), 1);
-        rdma = have_pvar ? mdq_pvar_read(h) + mdq_pvar_read(hg) : 0;
-        if (0 == rdma && have_pvar && block < PROBE) {
-            /* a smaller block than the default, which went by active
-             * messages (the target was in MPI): does a 64 KiB put take RDMA? */
+        /* RDMA completed in the BTL call or gathered, or active messages
+         * chosen instead of CMA (osc_nbe_passive_cma, only where vader has
+         * CMA: the target was in MPI) */
+        rdma = have_pvar ? mdq_pvar_read(h) + mdq_pvar_read(hg) + mdq_pvar_read(hc) : 0;
+        bool small_went_am = 0 == rdma && block < PROBE;
+        if (small_went_am && have_pvar) {
+            /* does a 64 KiB put take RDMA? */
             MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
             MPI_Put(buf, PROBE, MPI_INT, 0, nblocks * block, PROBE, MPI_INT, win);
             MPI_Win_unlock(0, win);
-            rdma = mdq_pvar_read(h) + mdq_pvar_read(hg);
-            if (env_is("NBE_SMALL_RDMA")) {
-                CHECK(0 == rdma, "puts of %d B went by active messages although RDMA works "
-                      "here and the thresholds are at or below it: the phases would wait for "
-                      "the target", (int) (block * sizeof(int)));
-                rdma = 0;   /* failed already: skip the phases rather than wait */
-            }
+            rdma = mdq_pvar_read(h) + mdq_pvar_read(hg) + mdq_pvar_read(hc);
+        }
+        if (small_went_am && 0 != rdma && env_is("NBE_SMALL_RDMA")) {
+            CHECK(0, "puts of %d B went by active messages although RDMA works here and the "
+                  "thresholds are at or below it: the phases would wait for the target",
+                  (int) (block * sizeof(int)));
+            rdma = 0;   /* failed already: skip the phases rather than wait */
         }
     }
     MPI_T_pvar_handle ha;
@@ -193,6 +202,7 @@ done:
     if (have_pvar) {
         MPI_T_pvar_handle_free(mdq_pvar_session, &h);
         MPI_T_pvar_handle_free(mdq_pvar_session, &hg);
+        MPI_T_pvar_handle_free(mdq_pvar_session, &hc);
     }
     mdq_pvar_fini();
     MPI_Win_free(&win);

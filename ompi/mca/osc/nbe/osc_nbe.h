@@ -164,8 +164,8 @@ typedef struct ompi_osc_nbe_module {
     int                    rdma_now_peer;
     int                    rdma_now_put;
     struct mca_bml_base_btl_t *rdma_now_btl;
-    bool                   rdma_now_fixed; /* ... goes by RDMA in fence/PSCW epochs too
-                                            * (ompi_osc_nbe_active_fixed) */
+    bool                   rdma_now_fixed[2]; /* ... goes by RDMA in [passive] epochs
+                                               * whoever the target (ompi_osc_nbe_adapt_fixed) */
     /* RDMA gathered for CMA calls (osc_nbe_cma.c): cma_lanes batches, one
      * per peer and direction in use (allocated on first use) */
     struct nbe_cma_batch  *cma;
@@ -316,7 +316,7 @@ typedef struct ompi_osc_nbe_op {
     size_t                 nplan, next_frag;
     ompi_osc_nbe_request_t *req;
     bool                   refused;    /* the target refused it: no result to unpack */
-    uint64_t               adapt_t0;   /* timed for osc_nbe_active_cma from then (0: not) */
+    uint64_t               adapt_t0;   /* timed for osc_nbe_adapt.c from then (0: not) */
     int                    adapt_proto;/* ... as OMPI_SCALE_ADAPT_COPY or _RDMA */
     bool                   adapt_preset;/* adapt_proto was chosen before the op existed */
     bool                   abandoned;  /* see module->abandoned: replies are ignored */
@@ -464,25 +464,27 @@ int  ompi_osc_nbe_cma_scatter(ompi_osc_nbe_module_t *module, struct mca_bml_base
 /* heap bytes of the window's batches (bounded by osc_nbe_cma_peers) */
 size_t ompi_osc_nbe_cma_memory(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_cma_fini(ompi_osc_nbe_module_t *module);
-/* Fence and PSCW epochs: vader's CMA or active messages for their
- * RDMA-sized contiguous puts and gets (osc_nbe_adapt.c,
- * osc_nbe_active_cma). ompi_osc_nbe_active_fixed: whether b's RDMA goes
- * without a choice (not vader's CMA, or the parameter says on); false
- * under off and auto. ompi_osc_nbe_active_choose: the protocol for op, a
- * transfer of len bytes over b (OMPI_SCALE_ADAPT_RDMA or _COPY); when it
- * is to be timed, op->adapt_t0 and adapt_proto are set, and
- * ompi_osc_nbe_op_local_complete reports it by ompi_osc_nbe_active_record.
+/* vader's CMA or active messages for the RDMA-sized contiguous puts and
+ * gets of an epoch (osc_nbe_adapt.c: osc_nbe_active_cma for fence and PSCW,
+ * osc_nbe_passive_cma for lock and lock_all). ompi_osc_nbe_adapt_fixed:
+ * whether b's RDMA goes without a choice in that epoch class (not vader's
+ * CMA, or the parameter says on); ompi_osc_nbe_adapt_choose: the protocol
+ * for op, a transfer of len bytes over b (OMPI_SCALE_ADAPT_RDMA or _COPY;
+ * a passive target must be seen in MPI for _COPY); when it is to be timed,
+ * op->adapt_t0 and adapt_proto are set, and ompi_osc_nbe_op_local_complete
+ * reports it by ompi_osc_nbe_adapt_record.
  * ompi_osc_nbe_is_cma: btl is vader with its CMA single copy. */
-bool ompi_osc_nbe_active_fixed(const struct mca_bml_base_btl_t *b);
-int  ompi_osc_nbe_active_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
-                                size_t len, bool is_put);
-void ompi_osc_nbe_active_record(const ompi_osc_nbe_op_t *op, size_t len);
+bool ompi_osc_nbe_adapt_fixed(const struct mca_bml_base_btl_t *b, bool passive);
+int  ompi_osc_nbe_adapt_choose(ompi_osc_nbe_op_t *op, const struct mca_bml_base_btl_t *b,
+                               size_t len, bool is_put);
+void ompi_osc_nbe_adapt_record(const ompi_osc_nbe_op_t *op, size_t len);
 /* the same for a transfer without an op (try_rdma_now): *t0 is the time to
- * report from with ompi_osc_nbe_active_record_ns, 0 if it is not timed; an
+ * report from with ompi_osc_nbe_adapt_record_ns, 0 if it is not timed; an
  * op that takes the choice over gets adapt_preset */
-int  ompi_osc_nbe_active_choose_now(const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
-                                    uint64_t *t0);
-void ompi_osc_nbe_active_record_ns(size_t len, bool is_put, int proto, uint64_t ns);
+int  ompi_osc_nbe_adapt_choose_now(ompi_osc_nbe_module_t *module, int target,
+                                   const struct mca_bml_base_btl_t *b, size_t len, bool is_put,
+                                   bool passive, uint64_t *t0);
+void ompi_osc_nbe_adapt_record_ns(size_t len, bool is_put, bool passive, int proto, uint64_t ns);
 void ompi_osc_nbe_adapt_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_adapt_fini(void);
 bool ompi_osc_nbe_is_cma(const struct mca_btl_base_module_t *btl);

@@ -970,14 +970,15 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
         /* BML endpoints do not change while the window lives */
         mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
         module->rdma_now_btl = NULL != b && btl_remote_complete(b->btl) ? b : NULL;
-        module->rdma_now_fixed = NULL != b && ompi_osc_nbe_active_fixed(b);
+        for (int passive = 0; passive < 2; ++passive) {
+            module->rdma_now_fixed[passive] = NULL != b && ompi_osc_nbe_adapt_fixed(b, passive);
+        }
         module->rdma_now_peer = peer;
         module->rdma_now_put = is_put;
     }
     mca_bml_base_btl_t *b = module->rdma_now_btl;
     /* until the general path has seen it complete a transfer in the call
-     * (in a fence or PSCW epoch the caller also asks osc_nbe_active_cma,
-     * unless module->rdma_now_fixed) */
+     * (the caller also asks osc_nbe_adapt.c, unless module->rdma_now_fixed) */
     return NULL != b && btl_completes_in_call(b->btl, is_put) ? b : NULL;
 }
 
@@ -1068,12 +1069,13 @@ int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, 
     /* a slow single copy: in an active-target epoch active messages (the
      * target is in MPI for it anyway; they copy at safe distances), in a
      * passive one the bounce buffer where this BTL is known to complete in
-     * the call (a passive epoch keeps RDMA: its progress must not need the
-     * target); else the plain transfer */
+     * the call (its progress must not need the target); else the plain
+     * transfer. A transfer below the thresholds to a target away from MPI
+     * is not the choice's (rdma_btl_for) */
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !op->super.passive) return -1;
-    if (!op->super.passive &&
-        OMPI_SCALE_ADAPT_COPY == ompi_osc_nbe_active_choose(op, b, len, is_put)) {
+    if (!slow && rdma_sized(len, is_put, op->super.passive) &&
+        OMPI_SCALE_ADAPT_COPY == ompi_osc_nbe_adapt_choose(op, b, len, is_put)) {
         return -1;
     }
     rdma_issuing = op;

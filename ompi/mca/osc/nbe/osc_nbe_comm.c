@@ -202,7 +202,7 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
         }
     }
     if (0 != op->adapt_t0 && !op->refused) {
-        ompi_osc_nbe_active_record(op, dt_bytes(op->origin_dt, op->origin_count));
+        ompi_osc_nbe_adapt_record(op, dt_bytes(op->origin_dt, op->origin_count));
     }
     nbe_op_local_done(module->engine, op->super.target);
     request_complete(op->req);
@@ -1333,12 +1333,12 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     return OMPI_SUCCESS;
 }
 
-/* osc_nbe_active_cma chose active messages in try_rdma_now: the op the
+/* osc_nbe_adapt.c chose active messages in try_rdma_now: the op the
  * general path then makes takes the choice over */
 typedef struct {
     bool     copy;
     uint64_t t0;    /* timed from then (0: not timed) */
-} active_choice_t;
+} copy_choice_t;
 
 /*
  * RDMA put/get complete inside the BTL call (create and multi-node allocate
@@ -1347,15 +1347,16 @@ typedef struct {
  * The data moves before the call returns (or, gathered, at the epoch's next
  * synchronization), so no op object, no issue callback and nothing counted
  * (like try_direct); an MPI_Rput/MPI_Rget gets a request complete already.
- * In fence and PSCW epochs over vader's CMA, osc_nbe_active_cma chooses
- * first: active messages leave it to the general path with the choice in
- * *choice; a CMA transfer to be timed goes alone, the others are gathered.
+ * Over vader's CMA, osc_nbe_adapt.c chooses first (osc_nbe_active_cma,
+ * osc_nbe_passive_cma): active messages leave it to the general path with
+ * the choice in *choice; a CMA transfer to be timed goes alone, the others
+ * are gathered.
  * Returns 1 if the call was not taken.
  */
 static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin,
                         int origin_count, ompi_datatype_t *origin_dt, int target,
                         ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
-                        struct ompi_request_t **request, active_choice_t *choice)
+                        struct ompi_request_t **request, copy_choice_t *choice)
 {
     uint64_t addr;
     int passive = 0;
@@ -1391,10 +1392,10 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     bool slow = ompi_osc_nbe_rdma_copy_slow(b, local, remote, len, is_put);
     if (slow && !passive) return 1;
     uint64_t t0 = 0;
-    if (!passive && !module->rdma_now_fixed) {
-        int proto = ompi_osc_nbe_active_choose_now(b, len, is_put, &t0);
+    if (!slow && !module->rdma_now_fixed[0 != passive]) {
+        int proto = ompi_osc_nbe_adapt_choose_now(module, target, b, len, is_put, 0 != passive, &t0);
         if (OMPI_SCALE_ADAPT_COPY == proto) {
-            *choice = (active_choice_t) { .copy = true, .t0 = t0 };
+            *choice = (copy_choice_t) { .copy = true, .t0 = t0 };
             return 1;
         }
     }
@@ -1420,8 +1421,8 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     rc = slow ? ompi_osc_nbe_rdma_now_bounced(module, b, target, local, remote, len, is_put)
               : ompi_osc_nbe_rdma_now(module, b, target, local, remote, len, is_put);
     if (0 == rc && 0 != t0) {
-        ompi_osc_nbe_active_record_ns(len, is_put, OMPI_SCALE_ADAPT_RDMA,
-                                      ompi_scale_adapt_now_ns() - t0);
+        ompi_osc_nbe_adapt_record_ns(len, is_put, 0 != passive, OMPI_SCALE_ADAPT_RDMA,
+                                     ompi_scale_adapt_now_ns() - t0);
     }
     if (0 != rc) {
         if (req) {
@@ -1456,7 +1457,7 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
-    active_choice_t choice = { .copy = false };
+    copy_choice_t choice = { .copy = false };
     rc = try_rdma_now(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                       origin_count, origin_dt, target, target_disp, target_count, target_dt, request,
                       &choice);
