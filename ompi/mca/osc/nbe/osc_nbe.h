@@ -492,7 +492,8 @@ bool ompi_osc_nbe_is_cma(const struct mca_btl_base_module_t *btl);
  * machine copies slowly (ompi_scale_copy.h: 25x on AMD Zen with FSRM)?
  * ompi_osc_nbe_rdma_now_bounced: ompi_osc_nbe_rdma_now through a bounce
  * buffer placed away from both ends, in pieces (two fast copies instead of
- * one slow one; used in passive-target epochs, which keep RDMA) */
+ * one slow one; used in passive-target epochs, whose progress must not
+ * need the target) */
 bool ompi_osc_nbe_rdma_copy_slow(const struct mca_bml_base_btl_t *b, const void *local,
                                  uint64_t remote, size_t len, bool is_put);
 int ompi_osc_nbe_rdma_now_bounced(ompi_osc_nbe_module_t *module, struct mca_bml_base_btl_t *b,

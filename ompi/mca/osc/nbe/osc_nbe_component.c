@@ -254,11 +254,13 @@ static int component_register(void)
         "need not enter MPI for them (0: never; gets: osc_nbe_rdma_get_threshold; fence and "
         "PSCW epochs: osc_nbe_rdma_active_threshold). Smaller puts are active messages, which "
         "wait for the target's next MPI call, except on windows of one node to a target away "
-        "from MPI (osc_nbe_target_away). Setting this and osc_nbe_rdma_get_threshold to 1 "
-        "makes every contiguous transfer of a passive epoch RDMA, also to a target that just "
-        "left MPI and across nodes where the network does RDMA (tcp's put goes through the "
-        "target's progress); on the test VM's vader, a lock epoch of one small put then "
-        "takes 3.0-3.5 us instead of 0.9-1.1 us with the target in MPI",
+        "from MPI (osc_nbe_target_away). Over vader, osc_nbe_passive_cma may send larger ones "
+        "by active messages to a target seen in MPI. Setting this and "
+        "osc_nbe_rdma_get_threshold to 1 (and osc_nbe_passive_cma to on) makes every "
+        "contiguous transfer of a passive epoch RDMA, also to a target that just left MPI and "
+        "across nodes where the network does RDMA (tcp's put goes through the target's "
+        "progress); on the test VM's vader, a lock epoch of one small put then takes "
+        "3.0-3.5 us instead of 0.9-1.1 us with the target in MPI",
         OPAL_INFO_LVL_5, 16384, &mca_osc_nbe_component.rdma_threshold);
 
     /* below 32 KiB: a CMA system call costs 1.5-3.9 us on the test VM, two copies
