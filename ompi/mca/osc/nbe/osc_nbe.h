@@ -157,6 +157,7 @@ typedef struct ompi_osc_nbe_module {
      * generation is direct_gen (direct_target -1: none) */
     int                    direct_target;
     uint64_t               direct_gen;
+    unsigned               grant_wait_skip;  /* ompi_osc_nbe_shm_await_ctrl calls to skip */
     const ompi_osc_nbe_peer_t *direct_peer;
     /* ompi_osc_nbe_rdma_now's BTL for rdma_now_peer (-1: none) and the
      * direction (put 1, get 0): one of osc_nbe_rdma_remote_complete, or
@@ -357,6 +358,10 @@ void ompi_osc_nbe_shm_unlock_all(ompi_osc_nbe_module_t *module);
  * while the peer's ring is full), and the receive side of progress */
 int  ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nbe_ctrl_t *msg);
 int  ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module);
+/* a shared-memory window's direct access to a peer that has not granted
+ * yet: watch this process's control ring briefly; true if a message came
+ * (and was processed: ask the engine again) */
+bool ompi_osc_nbe_shm_await_ctrl(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *name,
                                    const char *desc, unsigned long long *counter);

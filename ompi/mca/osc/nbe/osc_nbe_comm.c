@@ -1279,6 +1279,9 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
         rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
         if (OMPI_SUCCESS != rc) return rc;
         rc = nbe_rma_direct(module->engine, target);
+        while (NBE_AGAIN == rc && ompi_osc_nbe_shm_await_ctrl(module)) {
+            rc = nbe_rma_direct(module->engine, target);
+        }
         if (NBE_AGAIN == rc) return 1;
         if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
         module->direct_target = target;
