@@ -1177,6 +1177,29 @@ START_TEST(issuing_alone_after_acknowledgement)
 }
 END_TEST
 
+/* nbe_awaits_target: a target with a counted message not acknowledged is
+ * waited for; untouched targets, and one whose messages a flush's ack
+ * covers, are not */
+START_TEST(awaits_target_until_acknowledged)
+{
+    sim_init(3, 0);
+    nbe_req_t *l, *u, *f;
+    ck_assert(!nbe_awaits_target(S.e[0], 1));
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_SHARED, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 2, 5, NBE_OK);
+    ck_assert(nbe_awaits_target(S.e[0], 1));
+    ck_assert(!nbe_awaits_target(S.e[0], 2));   /* never touched */
+    ck_assert_int_eq(nbe_iflush(S.e[0], -1, 0, &f), NBE_OK);
+    wait_req(f);
+    ck_assert(!nbe_awaits_target(S.e[0], 1));
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][2], 5);
+    sim_fini_idle();
+}
+END_TEST
+
 /* Shared lock epochs that do not wait for their acks, with messages
  * delivered in random order (a second UNLOCK may arrive before the
  * first): no release is lost, so an exclusive lock is granted after them */
@@ -1707,6 +1730,7 @@ static Suite *suite(void)
     tcase_add_test(tc, late_fence_grant_is_not_counted_later);
     tcase_add_test(tc, unlock_no_wait_when_all_acknowledged);
     tcase_add_test(tc, issuing_alone_after_acknowledgement);
+    tcase_add_test(tc, awaits_target_until_acknowledged);
     tcase_add_test(tc, unlock_no_wait_keeps_every_release);
     tcase_add_loop_test(tc, deferred_epochs_fifo, 0, 2);
     tcase_add_test(tc, lock_all_lazy_legs);

@@ -1487,6 +1487,12 @@ int nbe_issuing_alone(const nbe_engine_t *e, int target)
     return NULL != tr && 1 == tr->pending_local && tr->ops_out <= tr->flush_acked;
 }
 
+int nbe_awaits_target(const nbe_engine_t *e, int target)
+{
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    return NULL != tr && (tr->pending_local > 0 || tr->ops_out > tr->flush_acked);
+}
+
 int nbe_flush_now(nbe_engine_t *e, int target, int local)
 {
     NBE_RETURN_IF_FAILED(e);

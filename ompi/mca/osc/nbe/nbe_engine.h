@@ -221,6 +221,11 @@ int nbe_rma_ready(nbe_engine_t *eng, int target, int *passive);
  * target was acknowledged (applied there), so that an operation the glue
  * applies itself now cannot pass an earlier one (accumulate ordering) */
 int  nbe_issuing_alone(const nbe_engine_t *eng, int target);
+/* 1 if an operation issued to target is not locally complete or a counted
+ * message sent to it is not acknowledged yet: a flush or unlock of it waits
+ * for the target (0 for an untouched target; operations still waiting for
+ * their epoch's grant are not counted) */
+int  nbe_awaits_target(const nbe_engine_t *eng, int target);
 int  nbe_rma_message(nbe_engine_t *eng, int target, uint64_t *tag, int *passive);
 void nbe_rma_message_sent(nbe_engine_t *eng, int target, uint64_t tag);
 /* Early messages: with this on, a message of an active fence epoch, or of

@@ -566,11 +566,17 @@ bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload,
  * which is a cache miss (they added 80-170 ns to a lock epoch of 8-64 B
  * when the watch started at the 16th poll) */
 #define OMPI_OSC_NBE_WAIT_WATCH_FROM 1024
+/* the target of a watch over every target the wait needs (unlock_all,
+ * flush_all): those seen away are held, at most OMPI_OSC_NBE_WATCH_AWAY_MAX */
+#define OMPI_OSC_NBE_WATCH_ALL (-2)
+#define OMPI_OSC_NBE_WATCH_AWAY_MAX 4
 typedef struct ompi_osc_nbe_wait_watch {
-    int      target;     /* -1: not watched */
+    int      target;     /* -1: not watched; OMPI_OSC_NBE_WATCH_ALL */
     unsigned polls;
     uint64_t t0;         /* ns, from the OMPI_OSC_NBE_WAIT_WATCH_FROM-th poll */
     bool     saw_away;
+    int      naway;      /* OMPI_OSC_NBE_WATCH_ALL: the targets seen away */
+    int      away[OMPI_OSC_NBE_WATCH_AWAY_MAX];
 } ompi_osc_nbe_wait_watch_t;
 void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c);
 bool ompi_osc_nbe_presence_on(const ompi_osc_nbe_module_t *module);
@@ -589,7 +595,7 @@ void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
 static inline void ompi_osc_nbe_wait_watch_poll(ompi_osc_nbe_wait_watch_t *w,
                                                 ompi_osc_nbe_module_t *module)
 {
-    if (w->target >= 0 && ++w->polls >= OMPI_OSC_NBE_WAIT_WATCH_FROM) {
+    if (-1 != w->target && ++w->polls >= OMPI_OSC_NBE_WAIT_WATCH_FROM) {
         ompi_osc_nbe_wait_watch_poll_slow(w, module);
     }
 }

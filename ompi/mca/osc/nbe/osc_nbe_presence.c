@@ -16,7 +16,8 @@
  * A stamp cannot tell that the target is about to leave MPI: a transfer sent
  * just before it left waits for its return. When an unlock or flush to one
  * target waited more than 10 ms and saw the target's stamp go stale
- * meanwhile, small transfers to that target go by RDMA for ten times the
+ * meanwhile (an unlock_all or flush_all: any target it waits for, at most
+ * 4), small transfers to that target go by RDMA for ten times the
  * wait (at most osc_nbe_target_away_hold ms, kept in the peer's win_traits),
  * and while it is held each time its stamp is seen stale the hold runs on
  * for osc_nbe_target_away_hold ms from then: a target that leaves MPI again
@@ -144,6 +145,23 @@ void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
     w->polls = 0;
     w->t0 = 0;
     w->saw_away = false;
+    w->naway = 0;
+}
+
+/* OMPI_OSC_NBE_WATCH_ALL: note the targets the wait needs whose stamp is
+ * stale (a look costs one pass over the ranks, every WAIT_LOOK_EVERY polls
+ * of a wait that is long already) */
+static void look_at_all(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
+                        uint64_t now)
+{
+    for (int r = 0; r < module->size && w->naway < OMPI_OSC_NBE_WATCH_AWAY_MAX; ++r) {
+        if (r == module->rank || !nbe_awaits_target(module->engine, r)) continue;
+        if (!stale(now, __atomic_load_n(&module->shm_seen[r], __ATOMIC_RELAXED))) continue;
+        bool known = false;
+        for (int i = 0; i < w->naway; ++i) known |= w->away[i] == r;
+        if (!known) w->away[w->naway++] = r;
+    }
+    w->saw_away = w->naway > 0;
 }
 
 void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
@@ -152,24 +170,37 @@ void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nb
         w->t0 = ompi_scale_adapt_now_ns();
         return;
     }
-    if (0 == (w->polls - OMPI_OSC_NBE_WAIT_WATCH_FROM) % WAIT_LOOK_EVERY && !w->saw_away) {
+    if (0 != (w->polls - OMPI_OSC_NBE_WAIT_WATCH_FROM) % WAIT_LOOK_EVERY) return;
+    if (OMPI_OSC_NBE_WATCH_ALL == w->target) {
+        look_at_all(w, module, ompi_scale_adapt_now_ns());
+    } else if (!w->saw_away) {
         uint64_t seen = __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED);
         w->saw_away = stale(ompi_scale_adapt_now_ns(), seen);
     }
 }
 
-void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
+static void hold_after_wait(ompi_osc_nbe_module_t *module, int target, uint64_t now,
+                            uint64_t waited)
 {
-    if (w->target < 0 || !w->saw_away) return;
-    uint64_t now = ompi_scale_adapt_now_ns();
-    uint64_t waited = now - w->t0;
-    if (waited < WAIT_HOLD_FROM_NS) return;
     uint64_t hold = HOLD_FACTOR * waited, most = (uint64_t) target_away_hold_ms * 1000000u;
-    ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, w->target);
+    ompi_osc_nbe_peer_t *g = nbe_engine_peer_info(module->engine, target);
     if (NULL == g) return;
     hold_until(module, g, now + (hold < most ? hold : most));
     opal_output_verbose(20, mca_osc_nbe_component.output,
                         "osc/nbe %d: window %u: waited %.3f ms for %d away from MPI: its "
                         "passive operations do without it for %.1f ms", module->rank, module->cid,
-                        waited * 1e-6, w->target, (g->away_until - now) * 1e-6);
+                        waited * 1e-6, target, (g->away_until - now) * 1e-6);
+}
+
+void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
+{
+    if (-1 == w->target || !w->saw_away) return;
+    uint64_t now = ompi_scale_adapt_now_ns();
+    uint64_t waited = now - w->t0;
+    if (waited < WAIT_HOLD_FROM_NS) return;
+    if (OMPI_OSC_NBE_WATCH_ALL != w->target) {
+        hold_after_wait(module, w->target, now, waited);
+        return;
+    }
+    for (int i = 0; i < w->naway; ++i) hold_after_wait(module, w->away[i], now, waited);
 }

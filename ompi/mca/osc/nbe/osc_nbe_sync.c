@@ -95,7 +95,7 @@ int ompi_osc_nbe_wait_req(ompi_osc_nbe_module_t *module, nbe_req_t *req)
 }
 
 /* ... watching the wait for a passive target away from MPI (target >= 0,
- * osc_nbe_presence.c) */
+ * or OMPI_OSC_NBE_WATCH_ALL for every target it waits for; osc_nbe_presence.c) */
 static int wait_req_for(ompi_osc_nbe_module_t *module, nbe_req_t *req, int target)
 {
     /* always poll the network once: a process that only synchronizes with
@@ -392,7 +392,7 @@ int ompi_osc_nbe_unlock_all(struct ompi_win_t *win)
     sync_entry(module);
     nbe_req_t *req = NULL;
     int rc = nbe_iunlock_all(module->engine, &req);
-    rc = NBE_OK == rc ? finish_req(module, req, -1) : ompi_osc_nbe_err(rc);
+    rc = NBE_OK == rc ? finish_req(module, req, OMPI_OSC_NBE_WATCH_ALL) : ompi_osc_nbe_err(rc);
     ompi_osc_nbe_shm_unlock_all(module);
     return with_remote_error(module, rc);
 }
@@ -448,7 +448,7 @@ static int flush_common(struct ompi_win_t *win, int target, int local)
     if (NBE_AGAIN != rc) return ompi_osc_nbe_err(rc);
     rc = nbe_iflush(module->engine, target, local, &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
-    return wait_req_for(module, req, target);
+    return wait_req_for(module, req, target >= 0 ? target : OMPI_OSC_NBE_WATCH_ALL);
 }
 
 int ompi_osc_nbe_flush(int target, struct ompi_win_t *win)
