@@ -1279,7 +1279,10 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
         rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
         if (OMPI_SUCCESS != rc) return rc;
         rc = nbe_rma_direct(module->engine, target);
-        while (NBE_AGAIN == rc && ompi_osc_nbe_shm_await_ctrl(module)) {
+        /* a few messages that are not the grant (each watch restarts the
+         * 2 us): then the access is recorded */
+        for (int watches = 0; NBE_AGAIN == rc && watches < 4 &&
+                              ompi_osc_nbe_shm_await_ctrl(module); ++watches) {
             rc = nbe_rma_direct(module->engine, target);
         }
         if (NBE_AGAIN == rc) return 1;

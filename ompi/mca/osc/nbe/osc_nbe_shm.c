@@ -359,9 +359,9 @@ void ompi_osc_nbe_shm_register_params(const mca_base_component_t *c)
         "sent through the control rings of shared-memory windows instead of the BTL",
         &pv_ring_msgs);
     ompi_osc_nbe_register_counter(c, "shm_grant_waits",
-        "Loads and stores of shared-memory windows that found their access epoch not yet "
-        "granted (a PSCW post on its way) and waited for it, briefly, instead of being "
-        "recorded as operations", &pv_grant_waits);
+        "Control messages that a load or store of a shared-memory window, its access epoch "
+        "not granted yet (a PSCW post on its way), saw come while it watched the ring for "
+        "up to 2 us before being recorded as an operation", &pv_grant_waits);
     ompi_osc_nbe_register_counter(c, "shm_ctrl_ring_full",
         "Control messages of shared-memory windows queued by the sender because the "
         "receiver's ring was full (16 messages waiting) or earlier ones were still queued",
@@ -414,7 +414,6 @@ int ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nb
  * at most one watch in that many. */
 #define NBE_GRANT_WAIT_NS 2000u
 #define NBE_GRANT_WAIT_SKIP 16u
-
 
 bool ompi_osc_nbe_shm_await_ctrl(ompi_osc_nbe_module_t *module)
 {
