@@ -11,7 +11,8 @@
  * time grows by about the absence divided by the iterations. Prints the
  * mean epoch time in microseconds (over the origin ranks), and a comment
  * line where an origin's loop lasted longer than the absence (then the
- * figure says less). See rma_common.h for the options.
+ * figure says less). With -p the target calls MPI_Iprobe every that many
+ * microseconds while it computes. See rma_common.h for the options.
  */
 #include "rma_common.h"
 
@@ -28,13 +29,20 @@ static double now(void)
 
 static volatile unsigned sink;   /* keeps the reads of away() */
 
-/* computes (reads its own memory) for ms milliseconds */
-static void away(const unsigned char *mem, size_t len, int ms)
+/* computes (reads its own memory) for ms milliseconds; every poll_us
+ * microseconds (0: never) it tests for a message, as applications that
+ * compute between MPI calls do */
+static void away(const unsigned char *mem, size_t len, int ms, int poll_us)
 {
-    double end = now() + 1e-3 * ms;
+    double t = now(), end = t + 1e-3 * ms, next_poll = t + 1e-6 * poll_us;
     unsigned sum = 0;
-    while (now() < end) {
+    while ((t = now()) < end) {
         for (size_t i = 0; i < len; i += 64) sum += mem[i];
+        if (poll_us > 0 && t >= next_poll) {
+            int flag;
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+            next_poll = now() + 1e-6 * poll_us;
+        }
     }
     sink = sum;
 }
@@ -76,7 +84,7 @@ int main(int argc, char **argv)
             loop = now() - t0;
             us = loop / iters * 1e6;
         } else if (ctx.pair.partner >= 0) {
-            away(scratch, 1 << 16, ctx.away_ms);
+            away(scratch, 1 << 16, ctx.away_ms, ctx.poll_us);
         }
         rma_end_size(&ctx, size, (long) warmup + iters);
         MPI_Reduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
