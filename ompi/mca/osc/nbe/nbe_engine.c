@@ -720,13 +720,19 @@ static int step_post(nbe_engine_t *e, nbe_epoch_t *ep)
     return changed;
 }
 
+/* every counted message to the peer acknowledged (applied there) and no
+ * issued operation to it still to complete locally */
+static int trait_quiet(const nbe_trait_t *tr)
+{
+    return tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+}
+
 /* NOCHECK leg of a closed passive epoch: the target holds no lock state for
  * us; with nothing recorded, in flight or unacknowledged there is nothing
  * to send or wait for */
 static int nocheck_leg_idle(const nbe_epoch_t *ep, const nbe_leg_t *l, const nbe_trait_t *tr)
 {
-    return 0 == l->id && !l->closed_sent && NULL == ep->qh &&
-           tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+    return 0 == l->id && !l->closed_sent && NULL == ep->qh && trait_quiet(tr);
 }
 
 static int nocheck_leg_done(const nbe_epoch_t *ep, const nbe_leg_t *l, const nbe_trait_t *tr)
@@ -769,7 +775,7 @@ static int step_passive(nbe_engine_t *e, nbe_epoch_t *ep)
              * to complete there. The UNLOCK must be on its way, not in a
              * queue of ours: the release would wait for our next call. */
             l->unlock_no_wait = e->unlock_no_wait && 0 == queued && l->rank != e->rank &&
-                                tr->ops_out <= tr->flush_acked && 0 == tr->pending_local;
+                                trait_quiet(tr);
             if (l->unlock_no_wait) e->stats.unlocks_no_wait++;
             changed = 1;
         }
@@ -1490,7 +1496,7 @@ int nbe_issuing_alone(const nbe_engine_t *e, int target)
 int nbe_awaits_target(const nbe_engine_t *e, int target)
 {
     const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
-    return NULL != tr && (tr->pending_local > 0 || tr->ops_out > tr->flush_acked);
+    return NULL != tr && !trait_quiet(tr);
 }
 
 int nbe_flush_now(nbe_engine_t *e, int target, int local)
