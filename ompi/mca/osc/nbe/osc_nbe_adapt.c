@@ -13,7 +13,10 @@
  *    0), always gets CMA (osc_nbe_presence.c); a target that polls gets the
  *    same choice as above. In 7 interleaved launches, 16 KiB-1 MiB puts and
  *    gets of lock and flush epochs took 1.1-2.2x as long by CMA as by active
- *    messages (docs/bench-rma.md, session 21).
+ *    messages with the target in MPI (docs/bench-rma/s21/lock-put-create,
+ *    large-*); with a target that calls MPI every millisecond, auto took
+ *    1.13-1.57x CMA alone: a transfer sent right after one of its calls
+ *    waits for the next (sparse-final).
  *
  * Which is faster depends on how cheaply the two processes' caches trade
  * lines, and on the test VM that changes from one launch to the next: in

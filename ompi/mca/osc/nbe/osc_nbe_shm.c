@@ -417,6 +417,8 @@ int ompi_osc_nbe_shm_send_ctrl(ompi_osc_nbe_module_t *module, int peer, const nb
 
 bool ompi_osc_nbe_shm_await_ctrl(ompi_osc_nbe_module_t *module)
 {
+    /* our own messages waiting for a full ring (a DONE the target's post
+     * may wait for) leave only from progress */
     if (NULL == module->shm_rings || module->ring_npend) return false;
     if (module->grant_wait_skip) {
         module->grant_wait_skip--;
