@@ -56,6 +56,7 @@ typedef struct ompi_osc_nbe_component {
     int      test_break_a, test_break_b, test_break_after;
     bool     test_break_late;
     bool     thread_multiple;   /* MPI_THREAD_MULTIPLE: windows take the lock (osc_nbe_lock.h) */
+    uint64_t progress_ns;       /* the clock at the progress function's last reading */
     opal_hash_table_t modules;     /* window id -> module */
     opal_free_list_t ops;          /* operation objects (ompi_osc_nbe_op_slot_t) */
     uint32_t next_window_id;       /* lowest id this process may still use */
@@ -87,6 +88,29 @@ typedef struct ompi_osc_nbe_group_cache {
     int                 *ranks;
     int                  n;
 } ompi_osc_nbe_group_cache_t;
+
+/* a wait watch (osc_nbe_presence.c, below). It is timed by the clock the
+ * progress function reads every 8th pass (mca_osc_nbe_component.progress_ns),
+ * not by its own: a wait that ends sooner (most waits for a target in MPI)
+ * costs a load and a compare per poll, no clock read and no look at the
+ * target's stamp, which is a cache miss (they added 80-170 ns to a lock
+ * epoch of 8-64 B when a watch read the clock from its 16th poll). Counting
+ * polls instead failed where MPI's waits yield the core (an oversubscribed
+ * job): 300 ms of MPI_Wait made some 200 polls. */
+/* the target of a watch over every target the wait needs (unlock_all,
+ * flush_all, requests): those seen away are held, at most
+ * OMPI_OSC_NBE_WATCH_AWAY_MAX */
+#define OMPI_OSC_NBE_WATCH_ALL (-2)
+#define OMPI_OSC_NBE_WATCH_AWAY_MAX 4
+typedef struct ompi_osc_nbe_wait_watch {
+    int      target;     /* -1: not watched; OMPI_OSC_NBE_WATCH_ALL */
+    uint64_t clock;      /* the progress clock last seen */
+    uint64_t t0;         /* ns: its first reading after the wait began */
+    uint64_t next_look;  /* ns: the next look at the targets' stamps */
+    bool     saw_away;
+    int      naway;      /* OMPI_OSC_NBE_WATCH_ALL: the targets seen away */
+    int      away[OMPI_OSC_NBE_WATCH_AWAY_MAX];
+} ompi_osc_nbe_wait_watch_t;
 
 typedef struct ompi_osc_nbe_module {
     ompi_osc_base_module_t super;
@@ -148,6 +172,11 @@ typedef struct ompi_osc_nbe_module {
     volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
     uint64_t               away_hold_last; /* ns: the latest end of a peer's away hold */
+    /* request-based gets and get-accumulates of passive epochs waiting for
+     * their target's reply; while there are some, the progress function
+     * polls req_watch (a wait for such a request is MPI_Wait's loop) */
+    unsigned               req_awaiting;
+    ompi_osc_nbe_wait_watch_t req_watch;
     nbe_ring_t            *shm_rings;      /* per-rank control-message rings, in the segment */
     uint64_t               ring_head;      /* next position of my ring */
     struct ompi_osc_nbe_ring_pend *ring_pend; /* control messages waiting for a full ring, FIFO */
@@ -321,6 +350,7 @@ typedef struct ompi_osc_nbe_op {
     int                    adapt_proto;/* ... as OMPI_SCALE_ADAPT_COPY or _RDMA */
     bool                   adapt_preset;/* adapt_proto was chosen before the op existed */
     bool                   abandoned;  /* see module->abandoned: replies are ignored */
+    bool                   req_watched;/* counted in module->req_awaiting */
 } ompi_osc_nbe_op_t;
 
 /* shared-memory segment of Win_allocate_shared */
@@ -560,24 +590,9 @@ bool ompi_osc_nbe_multi_each(ompi_osc_nbe_module_t *module, const char *payload,
  * process's entry of the tables segment; target_away tells whether a small
  * passive transfer to peer should go by RDMA because the peer is not in MPI.
  * A wait watch times an unlock or flush to one target (polled in its loop)
- * and, if it waited long for an absent target, holds that target away. */
-/* polls before a wait is timed: a wait that ends sooner (every wait for a
- * target in MPI) costs no clock read and no look at the target's stamp,
- * which is a cache miss (they added 80-170 ns to a lock epoch of 8-64 B
- * when the watch started at the 16th poll) */
-#define OMPI_OSC_NBE_WAIT_WATCH_FROM 1024
-/* the target of a watch over every target the wait needs (unlock_all,
- * flush_all): those seen away are held, at most OMPI_OSC_NBE_WATCH_AWAY_MAX */
-#define OMPI_OSC_NBE_WATCH_ALL (-2)
-#define OMPI_OSC_NBE_WATCH_AWAY_MAX 4
-typedef struct ompi_osc_nbe_wait_watch {
-    int      target;     /* -1: not watched; OMPI_OSC_NBE_WATCH_ALL */
-    unsigned polls;
-    uint64_t t0;         /* ns, from the OMPI_OSC_NBE_WAIT_WATCH_FROM-th poll */
-    bool     saw_away;
-    int      naway;      /* OMPI_OSC_NBE_WATCH_ALL: the targets seen away */
-    int      away[OMPI_OSC_NBE_WATCH_AWAY_MAX];
-} ompi_osc_nbe_wait_watch_t;
+ * and, if it waited long for an absent target, holds that target away; the
+ * module's req_watch does so for waits on requests of passive gets (MPI_Wait
+ * only calls progress: the progress function polls it while one is awaited). */
 void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c);
 bool ompi_osc_nbe_presence_on(const ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_presence_stamp(ompi_osc_nbe_module_t *module, uint64_t now_ns);
@@ -595,10 +610,15 @@ void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
 static inline void ompi_osc_nbe_wait_watch_poll(ompi_osc_nbe_wait_watch_t *w,
                                                 ompi_osc_nbe_module_t *module)
 {
-    if (-1 != w->target && ++w->polls >= OMPI_OSC_NBE_WAIT_WATCH_FROM) {
+    if (-1 != w->target &&
+        __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED) != w->clock) {
         ompi_osc_nbe_wait_watch_poll_slow(w, module);
     }
 }
+/* a request-based get or get-accumulate of a passive epoch now waits for its
+ * target's reply (req_watch_start), or no longer (req_watch_end) */
+void ompi_osc_nbe_req_watch_start(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
+void ompi_osc_nbe_req_watch_end(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
 
 /* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
  * the grant it needs (true: taken); hold_release applies those whose grant

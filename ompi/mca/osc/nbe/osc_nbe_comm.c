@@ -92,9 +92,11 @@ void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op)
     op_put(op);
 }
 
-static void request_complete(ompi_osc_nbe_request_t *req)
+static void request_complete(ompi_osc_nbe_op_t *op)
 {
+    ompi_osc_nbe_request_t *req = op->req;
     if (NULL == req) return;
+    if (op->req_watched) ompi_osc_nbe_req_watch_end(op->module, op);
     bool freed = req->user_freed;
     ompi_request_complete(&req->super, true);
     if (freed) {
@@ -131,7 +133,7 @@ static void drop_recorded(void *ctx, nbe_op_t *eop)
     (void) ctx;
     ompi_osc_nbe_op_t *op = (ompi_osc_nbe_op_t *) eop;
     if (op->req) op->req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
-    request_complete(op->req);
+    request_complete(op);
     ompi_osc_nbe_op_free(op);
 }
 
@@ -146,7 +148,7 @@ void ompi_osc_nbe_op_fail(ompi_osc_nbe_op_t *op, int code)
     stop_awaiting(op);
     if (op->req) op->req->super.req_status.MPI_ERROR = ompi_errcode_get_mpi_code(code);
     nbe_op_local_done(op->module->engine, op->super.target);
-    request_complete(op->req);
+    request_complete(op);
     ompi_osc_nbe_op_free(op);
 }
 
@@ -164,7 +166,7 @@ void ompi_osc_nbe_op_abandon(ompi_osc_nbe_op_t *op)
     ompi_osc_nbe_module_t *module = op->module;
     if (op->req) op->req->super.req_status.MPI_ERROR = MPI_ERR_OTHER;
     nbe_op_local_done(module->engine, op->super.target);
-    request_complete(op->req);
+    request_complete(op);
     op->req = NULL;
     op->abandoned = true;
     op->abandoned_next = module->abandoned;
@@ -205,7 +207,7 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
         ompi_osc_nbe_adapt_record(op, dt_bytes(op->origin_dt, op->origin_count));
     }
     nbe_op_local_done(module->engine, op->super.target);
-    request_complete(op->req);
+    request_complete(op);
     ompi_osc_nbe_op_free(op);
 }
 
@@ -1082,6 +1084,11 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
     if (0 == nfrags) {
         ompi_osc_nbe_op_local_complete(op);
         return 0;
+    }
+    /* MPI_Wait on its request is watched while the reply needs the target */
+    if (op->req && op->super.passive && (NBE_OP_GET == op->type || NBE_OP_GACC == op->type) &&
+        ompi_osc_nbe_presence_on(module)) {
+        ompi_osc_nbe_req_watch_start(module, op);
     }
     ompi_osc_nbe_queue_op(module, op);
     return nfrags;

@@ -385,17 +385,23 @@ static int component_progress(void)
     opal_list_item_t *item;
     static unsigned passes;
     /* presence stamps (osc_nbe_presence.c) count 16 us: every 8th pass
-     * reads the clock, once for all windows */
+     * reads the clock, once for all windows; wait watches read it too */
     uint64_t now = 0;
     if (!ompi_osc_nbe_try_enter()) return 0;
     bool stamp = 0 == (passes++ & 7);   /* under the component's lock */
     OPAL_LIST_FOREACH(item, &mca_osc_nbe_component.module_list, opal_list_item_t) {
         module = (ompi_osc_nbe_module_t *) ((char *) item - offsetof(ompi_osc_nbe_module_t, list_item));
         if (stamp && ompi_osc_nbe_presence_on(module)) {
-            if (0 == now) now = ompi_scale_adapt_now_ns();
+            if (0 == now) {
+                now = ompi_scale_adapt_now_ns();
+                __atomic_store_n(&mca_osc_nbe_component.progress_ns, now, __ATOMIC_RELAXED);
+            }
             ompi_osc_nbe_presence_stamp(module, now);
         }
         count += ompi_osc_nbe_progress_module(module);
+        if (OPAL_UNLIKELY(0 != module->req_awaiting)) {
+            ompi_osc_nbe_wait_watch_poll(&module->req_watch, module);
+        }
     }
     if (OPAL_UNLIKELY(mca_osc_nbe_component.test_break_after >= 0)) ompi_osc_nbe_test_report_late();
     ompi_osc_nbe_leave();

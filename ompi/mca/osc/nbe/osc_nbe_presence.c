@@ -21,7 +21,13 @@
  * wait (at most osc_nbe_target_away_hold ms, kept in the peer's win_traits),
  * and while it is held each time its stamp is seen stale the hold runs on
  * for osc_nbe_target_away_hold ms from then: a target that leaves MPI again
- * and again is waited for once, not each time.
+ * and again is waited for once, not each time. A wait for the request of an
+ * MPI_Rget or MPI_Rget_accumulate is MPI_Wait's loop, which only calls
+ * progress: there the progress function polls the module's req_watch, over
+ * every target awaited, while such requests wait for their replies. Only
+ * a stale stamp seen while polling counts: an origin that computes while
+ * its request is out takes a reply that came meanwhile at its next poll,
+ * before it looks, so the reply it took late is not taken for a late target.
  */
 #include "ompi_config.h"
 
@@ -31,7 +37,7 @@
 /* stamps count units of 16.4 us: the target writes its line rarely, so an
  * origin's reads of it mostly hit its cache */
 #define STAMP_SHIFT 14
-#define WAIT_LOOK_EVERY 256         /* polls between looks at the target's stamp */
+#define WAIT_LOOK_NS 250000u        /* between looks at the awaited targets' stamps */
 /* shorter waits set no hold: a target descheduled for a time slice (a few
  * ms where processes share cores) is not computing outside MPI */
 #define WAIT_HOLD_FROM_NS 10000000u
@@ -142,15 +148,16 @@ void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
                                   int target)
 {
     w->target = ompi_osc_nbe_presence_on(module) && 0 != target_away_hold_ms ? target : -1;
-    w->polls = 0;
+    /* a reading from before the wait does not time it */
+    w->clock = __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED);
     w->t0 = 0;
     w->saw_away = false;
     w->naway = 0;
 }
 
 /* OMPI_OSC_NBE_WATCH_ALL: note the targets the wait needs whose stamp is
- * stale (a look costs one pass over the ranks, every WAIT_LOOK_EVERY polls
- * of a wait that is long already) */
+ * stale (a look costs one pass over the ranks, every WAIT_LOOK_NS of a
+ * wait) */
 static void look_at_all(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
                         uint64_t now)
 {
@@ -166,16 +173,19 @@ static void look_at_all(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *mod
 
 void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
 {
-    if (OMPI_OSC_NBE_WAIT_WATCH_FROM == w->polls) {
-        w->t0 = ompi_scale_adapt_now_ns();
+    uint64_t now = __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED);
+    w->clock = now;
+    if (0 == w->t0) {
+        w->t0 = now;
+        w->next_look = now + WAIT_LOOK_NS;
         return;
     }
-    if (0 != (w->polls - OMPI_OSC_NBE_WAIT_WATCH_FROM) % WAIT_LOOK_EVERY) return;
+    if (now < w->next_look) return;
+    w->next_look = now + WAIT_LOOK_NS;
     if (OMPI_OSC_NBE_WATCH_ALL == w->target) {
-        look_at_all(w, module, ompi_scale_adapt_now_ns());
+        look_at_all(w, module, now);
     } else if (!w->saw_away) {
-        uint64_t seen = __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED);
-        w->saw_away = stale(ompi_scale_adapt_now_ns(), seen);
+        w->saw_away = stale(now, __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED));
     }
 }
 
@@ -203,4 +213,18 @@ void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
         return;
     }
     for (int i = 0; i < w->naway; ++i) hold_after_wait(module, w->away[i], now, waited);
+}
+
+void ompi_osc_nbe_req_watch_start(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
+{
+    op->req_watched = true;
+    if (0 == module->req_awaiting++) {
+        ompi_osc_nbe_wait_watch_init(&module->req_watch, module, OMPI_OSC_NBE_WATCH_ALL);
+    }
+}
+
+void ompi_osc_nbe_req_watch_end(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op)
+{
+    op->req_watched = false;
+    if (0 == --module->req_awaiting) ompi_osc_nbe_wait_watch_done(&module->req_watch, module);
 }
