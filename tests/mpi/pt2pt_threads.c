@@ -2,9 +2,17 @@
  * pml/mdq under MPI_THREAD_MULTIPLE: several threads per rank exchange
  * eager and rendezvous messages concurrently on the same communicator
  * (one tag per thread) and on per-thread duplicates, checking payloads.
+ * Then every thread sends BITERS buffered messages (MPI_Bsend and
+ * MPI_Ibsend, eager and rendezvous sizes) through one attached buffer while
+ * the peer's threads receive them, and MPI_Buffer_detach must return once
+ * they are out: Open MPI 4.1's mca_pml_base_bsend_request_start counts the
+ * pending buffered sends outside its lock, and with it concurrent sends
+ * lost counts and detach waited forever (an alarm reports that).
  */
 #include "pt2pt_common.h"
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #define NTHREADS 4
 #define ITERS 60
@@ -45,6 +53,74 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* mostly tiny messages, so that the threads' sends start at once */
+#define BITERS 1000
+static const size_t bsizes[] = {4, 4, 4, 4, 100, 4, 4, 4, 4, 3000, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4,
+                                4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 70000};
+#define NBSIZES (sizeof(bsizes) / sizeof(bsizes[0]))
+
+static void *bsend_worker(void *arg)
+{
+    int t = (int) (intptr_t) arg;
+    int peer = rank ^ 1;
+    unsigned char *sb = malloc(70000), *rb = malloc(70000);
+    for (int it = 0; it < BITERS; it++) {
+        size_t n = bsizes[(it + t) % NBSIZES];
+        fill(sb, n, rank * 1000 + t * 100 + it);
+        if (it & 1) {
+            MPI_Request rq;
+            MPI_Ibsend(sb, (int) n, MPI_BYTE, peer, 2000 + t, MPI_COMM_WORLD, &rq);
+            MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Bsend(sb, (int) n, MPI_BYTE, peer, 2000 + t, MPI_COMM_WORLD);
+        }
+    }
+    for (int it = 0; it < BITERS; it++) {
+        size_t n = bsizes[(it + t) % NBSIZES];
+        MPI_Status st;
+        int cnt;
+        MPI_Recv(rb, 70000, MPI_BYTE, peer, 2000 + t, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_BYTE, &cnt);
+        if ((size_t) cnt != n || verify(rb, n, peer * 1000 + t * 100 + it)) {
+            fprintf(stderr, "[%d] thread %d buffered message %d: bad message (count %d, "
+                    "expected %zu)\n", rank, t, it, cnt, n);
+            __atomic_add_fetch(&errs, 1, __ATOMIC_RELAXED);
+        }
+    }
+    free(sb);
+    free(rb);
+    return NULL;
+}
+
+static void detach_hung(int sig)
+{
+    (void) sig;
+    static const char msg[] = "MPI_Buffer_detach did not return within 60 s: the count of "
+                              "pending buffered sends is wrong\n";
+    (void) !write(2, msg, sizeof(msg) - 1);
+    _exit(1);
+}
+
+static void buffered_phase(void)
+{
+    pthread_t th[NTHREADS];
+    int size = 0;
+    for (int it = 0; it < BITERS; it++) {
+        for (int t = 0; t < NTHREADS; t++) size += (int) bsizes[(it + t) % NBSIZES] + MPI_BSEND_OVERHEAD;
+    }
+    char *buf = malloc((size_t) size);
+    MPI_Buffer_attach(buf, size);
+    for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, bsend_worker, (void *) (intptr_t) t);
+    for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
+    signal(SIGALRM, detach_hung);
+    alarm(60);
+    void *addr;
+    MPI_Buffer_detach(&addr, &size);
+    alarm(0);
+    CHECK(addr == buf, "MPI_Buffer_detach returned another buffer");
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -62,5 +138,6 @@ int main(int argc, char **argv)
     for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, worker, (void *) (intptr_t) t);
     for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
     for (int t = 0; t < NTHREADS; t++) MPI_Comm_free(&comms[t]);
+    buffered_phase();
     return test_finish();
 }

@@ -571,6 +571,34 @@ void mca_pml_mdq_send_request_resume(mca_pml_mdq_send_request_t *sendreq)
     mdq_schedule_held(sendreq);
 }
 
+/* A buffered send's data, packed into the attached buffer; the convertor
+ * then reads the packed copy. Not mca_pml_base_bsend_request_start: in Open
+ * MPI 4.1 it counts the pending buffered sends outside its lock, and
+ * concurrent MPI_Bsend calls lost counts, so that MPI_Buffer_detach waited
+ * forever (MPICH threads/pt2pt mt_bsendrecv, 1 run in 2). request_alloc
+ * counts under the lock; request_fini releases either way. */
+static int mdq_bsend_pack(mca_pml_mdq_send_request_t *sendreq)
+{
+    mca_pml_base_send_request_t *base = &sendreq->req_send;
+    opal_convertor_t *conv = &base->req_base.req_convertor;
+    if (0 == base->req_bytes_packed) {
+        return OMPI_SUCCESS;
+    }
+    int rc = mca_pml_base_bsend_request_alloc((ompi_request_t *) sendreq);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    struct iovec iov = { .iov_base = (void *) base->req_addr, .iov_len = base->req_bytes_packed };
+    uint32_t iov_count = 1;
+    size_t max_data = iov.iov_len;
+    if (opal_convertor_pack(conv, &iov, &iov_count, &max_data) < 0) {
+        mca_pml_base_bsend_request_fini((ompi_request_t *) sendreq);
+        return OMPI_ERROR;
+    }
+    opal_convertor_prepare_for_send(conv, &ompi_mpi_packed.dt.super, max_data, base->req_addr);
+    return OMPI_SUCCESS;
+}
+
 int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
 {
     ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
@@ -601,7 +629,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
         /* before taking a sequence number: a full attached buffer fails the
          * call (MPI_ERR_BUFFER through the error handler) and must not leave
          * a gap in the peer's sequence */
-        rc = mca_pml_base_bsend_request_start((ompi_request_t *) sendreq);
+        rc = mdq_bsend_pack(sendreq);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
