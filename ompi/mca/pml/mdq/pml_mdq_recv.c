@@ -932,6 +932,7 @@ int mca_pml_mdq_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, i
     }
     mca_pml_mdq_recv_request_init(req, buf, count, datatype, src, tag, comm, true);
     req->req_recv.req_base.req_pml_complete = true;
+    req->released = 1; /* inactive: the PML side is done */
     *request = &req->req_recv.req_base.req_ompi;
     return OMPI_SUCCESS;
 }

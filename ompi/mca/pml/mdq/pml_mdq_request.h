@@ -32,7 +32,7 @@ typedef struct mca_pml_mdq_send_request {
     mca_bml_base_btl_t *rdma_btl;   /* RGET source registration / RPUT target btl */
     mca_btl_base_registration_handle_t *local_handle;
     volatile int32_t events;     /* see file comment */
-    volatile int32_t released;
+    volatile int32_t released;   /* sides (PML, user) done: the one making it 2 frees */
     volatile int32_t outstanding;  /* pipeline fragments in flight */
     volatile int32_t rdma_pending; /* puts in flight + 1 while scheduling */
     volatile int32_t sched;        /* re-entrancy guard of schedule() */
@@ -57,7 +57,7 @@ typedef struct mca_pml_mdq_recv_request {
     mdq_match_item_t item;
     mca_pml_mdq_comm_t *mc;
     volatile int32_t events;
-    volatile int32_t released;
+    volatile int32_t released;   /* sides (PML, user) done: the one making it 2 frees */
     volatile int32_t rdma_pending; /* gets in flight + 1 while scheduling */
     int32_t pending_op;
     bool contig;                   /* contiguous: no convertor, data goes to base */
@@ -77,36 +77,35 @@ OBJ_CLASS_DECLARATION(mca_pml_mdq_recv_request_t);
 
 /* ---- completion and release, for send and receive requests ----
  * A request returns to its free list once both the PML (completion) and
- * the user (free, or the end of a blocking call) are done with it; the one
- * that comes last releases it. Fences and the atomic claim only matter when
- * threads are in use: without them every path runs in one thread. */
-static inline void mdq_request_fence(void)
+ * the user (free, or the end of a blocking call) are done with it. Each
+ * side adds one to its `released` count as its last access to the request,
+ * and the side that makes it 2 returns it. The PML adds only after it has
+ * signalled completion: from then on the user may free the request and
+ * another thread take it from the list again, so nothing may read it. (A
+ * flag read after the signal once returned a request that another thread
+ * had already taken again: two receives shared one request, the posted
+ * queue lost them, and MPICH's threads/pt2pt "threads" hung 2 runs in 5.)
+ * A round of a persistent request starts at 0; one created inactive starts
+ * at 1, its PML side done. */
+static inline volatile int32_t *mdq_request_released(mca_pml_base_request_t *base)
 {
-    if (opal_using_threads()) {
-        opal_atomic_mb();
+    if (MCA_PML_REQUEST_SEND == base->req_type) {
+        return &((mca_pml_mdq_send_request_t *) base)->released;
     }
+    return &((mca_pml_mdq_recv_request_t *) base)->released;
 }
 
-/* true for the single caller that must return the request to its list */
-static inline bool mdq_request_claim(volatile int32_t *released)
+/* one side is done; true for the side that must return the request */
+static inline bool mdq_request_side_done(mca_pml_base_request_t *base)
 {
-    if (opal_using_threads()) {
-        int32_t expected = 0;
-        return OPAL_ATOMIC_COMPARE_EXCHANGE_STRONG_32(released, &expected, 1);
-    }
-    if (*released) {
-        return false;
-    }
-    *released = 1;
-    return true;
+    return 2 == OPAL_THREAD_ADD_FETCH32(mdq_request_released(base), 1);
 }
 
 /* user side; true when the PML is done as well */
 static inline bool mdq_request_user_done(mca_pml_base_request_t *base)
 {
     base->req_free_called = true;
-    mdq_request_fence();
-    return base->req_pml_complete;
+    return mdq_request_side_done(base);
 }
 
 /* PML side: completes the MPI request unless signal is false (buffered
@@ -118,25 +117,21 @@ static inline bool mdq_request_pml_done(mca_pml_base_request_t *base, bool signa
     if (signal) {
         ompi_request_complete(&base->req_ompi, true);
     }
-    mdq_request_fence();
-    return base->req_free_called;
+    return mdq_request_side_done(base);
 }
 
-/* back to the free list, once (see mdq_request_claim) */
+/* back to the free list: by the side that finished last (or by a call that
+ * never handed the request to the user) */
 static inline void mca_pml_mdq_request_release(mca_pml_base_request_t *base)
 {
     if (MCA_PML_REQUEST_SEND == base->req_type) {
         mca_pml_mdq_send_request_t *sendreq = (mca_pml_mdq_send_request_t *) base;
-        if (mdq_request_claim(&sendreq->released)) {
-            MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
-            opal_free_list_return(&mca_pml_base_send_requests, &base->req_ompi.super);
-        }
+        MCA_PML_BASE_SEND_REQUEST_FINI(&sendreq->req_send);
+        opal_free_list_return(&mca_pml_base_send_requests, &base->req_ompi.super);
     } else {
         mca_pml_mdq_recv_request_t *recvreq = (mca_pml_mdq_recv_request_t *) base;
-        if (mdq_request_claim(&recvreq->released)) {
-            MCA_PML_BASE_RECV_REQUEST_FINI(&recvreq->req_recv);
-            opal_free_list_return(&mca_pml_base_recv_requests, &base->req_ompi.super);
-        }
+        MCA_PML_BASE_RECV_REQUEST_FINI(&recvreq->req_recv);
+        opal_free_list_return(&mca_pml_base_recv_requests, &base->req_ompi.super);
     }
 }
 

@@ -795,6 +795,7 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
     }
     /* inactive persistent requests may be freed at once */
     sendreq->req_send.req_base.req_pml_complete = true;
+    sendreq->released = 1; /* the PML side is done */
     *request = &sendreq->req_send.req_base.req_ompi;
     return OMPI_SUCCESS;
 }
