@@ -21,27 +21,12 @@
  * progress; in this oversubscribed job it yields the core at each call).
  * Every value fetched or put is checked.
  */
-#include <time.h>
 #include <unistd.h>
 
-#include "mdq_pvar.h"
+#include "away_common.h"
 
 #define AWAY_MS 300
 #define N 64   /* ints: 256 B, an active message by default */
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
-}
-
-static void away(void)
-{
-    double end = now() + 1e-3 * AWAY_MS;
-    while (now() < end) {
-    }
-}
 
 enum { OP_GET, OP_GACC, OP_PUT, OP_PUT_ALL };
 
@@ -90,14 +75,8 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) (N * nprocs * sizeof(int)), sizeof(int), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
-    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    mdq_pvar_init();
     MPI_T_pvar_handle h;
-    if (0 != mdq_pvar_find("osc_nbe_rdma_target_away", &h)) {
-        mdq_pvar_fini();
-        MPI_Win_free(&win);
-        return test_finish();
-    }
+    if (0 != away_counter_open(&win, &h)) return test_finish();
     unsigned long long counted[2] = {0, 0};
     double took[2] = {0, 0};
     for (int round = 0; round < 2; ++round) {
@@ -107,7 +86,7 @@ int main(int argc, char **argv)
             double t = now() + 2e-3;
             int flag;
             while (now() < t) MPI_Iprobe(MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
-            away();
+            stay_away_ms(AWAY_MS);
             continue;
         }
         usleep(5000);   /* the target has left, its stamp still fresh */

@@ -39,11 +39,10 @@
  * while the target still looks present would wait for its return.
  */
 #include <stdbool.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pt2pt_common.h"
-#include "mdq_pvar.h"
+#include "away_common.h"
 
 /* ints per block: 64 KiB, above the default RDMA thresholds; NBE_BLOCK_INTS
  * sets another size (small transfers need osc_nbe_rdma_threshold and
@@ -52,13 +51,6 @@ static int block = 64 * 1024 / (int) sizeof(int);
 #define PROBE (64 * 1024 / (int) sizeof(int))   /* the default block */
 #define WAIT_S 30.0
 #define START_AFTER_US 20000   /* origins start a phase this long after the target left MPI */
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
-}
 
 static int env_is(const char *name)
 {

@@ -26,31 +26,15 @@
  * left MPI yet). NBE_AWAY_MODE=never (RDMA thresholds 0, "never"): nothing
  * counts, the epochs wait for the target. Every put and get is checked.
  */
-#include <time.h>
 #include <unistd.h>
 
-#include "mdq_pvar.h"
+#include "away_common.h"
 
 #define AWAY_MS 300
 #define N 64   /* ints per transfer: 256 B, an active message by default */
 #define BLOCKS 4 /* per origin: one per round, one for the strided put */
 #define FOPS 50  /* fetch-and-adds per origin on the shared counter */
 #define BIG 20000 /* doubles every origin adds 1.0 to: 160 KB, applied in pieces */
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double) t.tv_sec + 1e-9 * (double) t.tv_nsec;
-}
-
-/* the target, outside MPI */
-static void away(void)
-{
-    double end = now() + 1e-3 * AWAY_MS;
-    while (now() < end) {
-    }
-}
 
 /* lock_type -1: a lock_all epoch (the watch over every target of its
  * unlock_all) */
@@ -166,14 +150,8 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) ((big + 2 * BIG) * sizeof(int)), sizeof(int), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
-    MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
-    mdq_pvar_init();
     MPI_T_pvar_handle h;
-    if (0 != mdq_pvar_find("osc_nbe_rdma_target_away", &h)) {
-        mdq_pvar_fini();
-        MPI_Win_free(&win);
-        return test_finish();
-    }
+    if (0 != away_counter_open(&win, &h)) return test_finish();
     unsigned long long counted[3] = {0, 0, 0};
     double took[3] = {0, 0, 0};   /* seconds per round's epochs */
     int fetched[FOPS], cas_old = -1;
@@ -189,7 +167,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
         left = now();
         if (0 == rank) {
-            away();
+            stay_away_ms(AWAY_MS);
         } else if (nprocs > 1) {
             unsigned long long before = mdq_pvar_read(h);
             double t0 = now();
