@@ -84,7 +84,7 @@ OBJ_CLASS_DECLARATION(mca_pml_mdq_recv_request_t);
  * another thread take it from the list again, so nothing may read it. (A
  * flag read after the signal once returned a request that another thread
  * had already taken again: two receives shared one request, the posted
- * queue lost them, and MPICH's threads/pt2pt "threads" hung 2 runs in 5.)
+ * queue lost them, and MPICH's threads/pt2pt "threads" hung in 4 of 19 runs.)
  * A round of a persistent request starts at 0; one created inactive starts
  * at 1, its PML side done. */
 static inline volatile int32_t *mdq_request_released(mca_pml_base_request_t *base)
