@@ -17,9 +17,8 @@
  *     10 ms, which holds the target away;
  *  C. right after the barrier again: a shared-lock put epoch.
  * With NBE_AWAY_ALL=1, B and C are lock_all epochs: their unlock_all
- * watches every target it waits for. With NBE_AWAY_REQ=1 they are shared
- * lock epochs of an MPI_Rget of the origin's block of round A, waited for
- * by MPI_Wait before the unlock: the progress function watches that wait.
+ * watches every target it waits for. (rma_away_watch forces the race that
+ * B only sometimes meets, for request waits too.)
  * NBE_AWAY_MODE=hold (default parameters): all of A goes by CMA
  * (pvar osc_nbe_rdma_target_away), and C's put if B's waited for the
  * target (B's may also go by CMA, or be answered by a target that had not
@@ -48,18 +47,11 @@ static void put_epoch(MPI_Win win, int lock_type, int *buf, int disp, int value)
     else MPI_Win_unlock(0, win);
 }
 
-/* by_request: MPI_Rget, and MPI_Wait for it inside the epoch */
-static void get_epoch(MPI_Win win, int *buf, int disp, int value, int by_request)
+static void get_epoch(MPI_Win win, int *buf, int disp, int value)
 {
     memset(buf, 0, N * sizeof(int));
     MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
-    if (by_request) {
-        MPI_Request req;
-        MPI_Rget(buf, N, MPI_INT, 0, disp, N, MPI_INT, win, &req);
-        MPI_Wait(&req, MPI_STATUS_IGNORE);
-    } else {
-        MPI_Get(buf, N, MPI_INT, 0, disp, N, MPI_INT, win);
-    }
+    MPI_Get(buf, N, MPI_INT, 0, disp, N, MPI_INT, win);
     MPI_Win_unlock(0, win);
     for (int i = 0; i < N; ++i) {
         if (buf[i] != value + i) {
@@ -139,8 +131,6 @@ int main(int argc, char **argv)
     test_init(&argc, &argv);
     const char *mode = getenv("NBE_AWAY_MODE");
     int never = NULL != mode && 0 == strcmp(mode, "never");
-    const char *req_env = getenv("NBE_AWAY_REQ");
-    int by_request = NULL != req_env && 0 == strcmp(req_env, "1");
     /* the blocks, the shared counter and the compare-and-swap word, then
      * (8-byte aligned) BIG doubles */
     int shared = BLOCKS * N * nprocs, big = (shared + 2 + 1) & ~1;
@@ -176,15 +166,10 @@ int main(int argc, char **argv)
             /* B and C: shared, so that every origin's put may wait for
              * the target rather than for another origin's lock */
             int all = NULL != getenv("NBE_AWAY_ALL") && 0 == strcmp(getenv("NBE_AWAY_ALL"), "1");
-            if (by_request && 0 != round) {
-                /* the block of round A (its put, then the accumulate of ones) */
-                get_epoch(win, buf, BLOCKS * rank * N, 1000 * rank + 1, 1);
-            } else {
-                put_epoch(win, 0 == round ? MPI_LOCK_EXCLUSIVE : all ? -1 : MPI_LOCK_SHARED, buf,
-                          disp, value);
-            }
+            put_epoch(win, 0 == round ? MPI_LOCK_EXCLUSIVE : all ? -1 : MPI_LOCK_SHARED, buf, disp,
+                      value);
             if (0 == round) {
-                get_epoch(win, buf, disp, value, 0);
+                get_epoch(win, buf, disp, value);
                 strided(win, (BLOCKS * rank + 3) * N, disp, value);
                 accumulates(win, shared, disp, big, fetched, &cas_old);
             }
@@ -204,10 +189,9 @@ int main(int argc, char **argv)
             /* B's put went by RDMA (the target away), or by an active message
              * the target answered at once (it had not left yet), or one
              * that waited for its return: then C's goes by RDMA (the hold) */
-            CHECK(1 == counted[1] || took[1] < 0.01 || 1 == counted[2], "B and C: B's %s "
-                  "waited %.0f ms for the target, yet C's did not go by RDMA (one "
-                  "that waited for the target's return holds it away)",
-                  by_request ? "Rget" : "put", 1e3 * took[1]);
+            CHECK(1 == counted[1] || took[1] < 0.01 || 1 == counted[2], "B and C: B's put "
+                  "waited %.0f ms for the target, yet C's did not go by RDMA (a put "
+                  "that waited for the target's return holds it away)", 1e3 * took[1]);
         }
     } else {
         for (int k = 1; k < nprocs; ++k) {
@@ -219,7 +203,7 @@ int main(int argc, char **argv)
                     break;
                 }
             }
-            for (int round = 0; round < (by_request ? 1 : 3); ++round) {
+            for (int round = 0; round < 3; ++round) {
                 int disp = (BLOCKS * k + round) * N, value = 1000 * k + 100 * round;
                 if (0 == round) value += 1;   /* the accumulate of ones */
                 for (int i = 0; i < N; ++i) {
