@@ -1097,18 +1097,20 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
 /* ---------------------------------------------------------------- */
 /* entry points */
 
-/* the target address of [disp, count x dt) in a peer's window of geometry p,
- * or MPI_ERR_RMA_RANGE */
-/* the bytes [*lo, *hi) that count x dt touch from start (count > 0) */
+/* the bytes [*lo, *hi) that count x dt touch from start (count > 0); with a
+ * negative extent the last element lies below the first */
 static void dt_span(int64_t start, int count, ompi_datatype_t *dt, int64_t *lo, int64_t *hi)
 {
     ptrdiff_t lb, ext, tlb, text;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
-    *lo = start + tlb;
-    *hi = start + tlb + (int64_t) (count - 1) * ext + text;
+    int64_t first = start + tlb, last = first + (int64_t) (count - 1) * ext;
+    *lo = first < last ? first : last;
+    *hi = (first < last ? last : first) + text;
 }
 
+/* the target address of [disp, count x dt) in a peer's window of geometry p,
+ * or MPI_ERR_RMA_RANGE */
 static int range_in(const ompi_osc_nbe_peer_t *p, ptrdiff_t disp, int count, ompi_datatype_t *dt,
                     uint64_t *addr)
 {
