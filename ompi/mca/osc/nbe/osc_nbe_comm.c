@@ -1459,6 +1459,22 @@ fail:
     return rc;
 }
 
+/* MPI moves RMA data as if the side it comes from sent it and the other
+ * side received it: the receiving side may describe more than comes (the
+ * rest of it is left alone), never less (MPI_ERR_TRUNCATE). *into_count
+ * becomes the count of into_dt that takes exactly the bytes that come, so
+ * every path below sees two sides of one size; a message that ends inside
+ * an element of into_dt is not supported. */
+static int fit_receiver(size_t from_bytes, ompi_datatype_t *into_dt, int *into_count)
+{
+    size_t into_bytes = dt_bytes(into_dt, *into_count), unit = dt_bytes(into_dt, 1);
+    if (OPAL_LIKELY(from_bytes == into_bytes)) return OMPI_SUCCESS;
+    if (from_bytes > into_bytes) return MPI_ERR_TRUNCATE;
+    if (0 == unit || 0 != from_bytes % unit) return MPI_ERR_UNSUPPORTED_OPERATION;
+    *into_count = (int) (from_bytes / unit);
+    return OMPI_SUCCESS;
+}
+
 /* put and get differ only in the direction of the transfer (a get lands in
  * result_addr, its origin buffer) */
 static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
@@ -1468,7 +1484,10 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    int rc;
+    int rc = NBE_OP_PUT == type
+                 ? fit_receiver(dt_bytes(origin_dt, origin_count), target_dt, &target_count)
+                 : fit_receiver(dt_bytes(target_dt, target_count), origin_dt, &origin_count);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
@@ -1520,10 +1539,18 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
-                      dt_bytes(target_dt, target_count), request, &op);
-    if (NULL == op) return rc;
     bool no_op = &ompi_mpi_op_no_op.op == mpi_op;
+    /* the origin's data goes to the target, the target's old data to the
+     * result buffer */
+    int rc = no_op ? OMPI_SUCCESS
+                   : fit_receiver(dt_bytes(origin_dt, origin_count), target_dt, &target_count);
+    if (OMPI_SUCCESS == rc && NBE_OP_GACC == type) {
+        rc = fit_receiver(dt_bytes(target_dt, target_count), result_dt, &result_count);
+    }
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+    rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                  dt_bytes(target_dt, target_count), request, &op);
+    if (NULL == op) return rc;
     op->origin_addr = no_op ? NULL : origin_addr;
     op->origin_count = no_op ? 0 : origin_count;
     op->origin_dt = no_op ? NULL : origin_dt;

@@ -1,0 +1,208 @@
+/*
+ * RMA calls whose two sides describe different amounts of data. MPI moves
+ * RMA data as if the side it comes from sent it and the other received it:
+ *  - short: the receiving side describes more than comes (a put or
+ *    accumulate to a larger target, a get into a larger origin buffer, a
+ *    get_accumulate's larger result buffer): the data that comes lands at
+ *    the start of the receiving side, the rest stays as it was;
+ *  - truncated: the receiving side describes less: MPI_ERR_TRUNCATE from
+ *    the call, nothing moves, the window stays usable; a short message
+ *    that ends inside an element of the receiving type is refused with
+ *    MPI_ERR_UNSUPPORTED_OPERATION (not supported by osc/nbe).
+ * A get into a larger origin buffer once hung its epoch (the origin waited
+ * for bytes that never came), a put to a smaller target wrote past the
+ * target's description, and an accumulate to a larger target read past
+ * the origin's. Small and RDMA-sized, contiguous and strided target types,
+ * fence and lock epochs, create and allocate windows, every rank's right
+ * neighbour (itself at np 1).
+ */
+#include "pt2pt_common.h"
+
+#define WIN_INTS (4 * 8192)
+#define MAXN 8192   /* 32 KiB, above the RDMA thresholds */
+
+static const int sizes[] = { 3, MAXN };
+static int *wmem;
+static MPI_Win win;
+static int right, left, lock;
+static MPI_Datatype strided;   /* one int in two */
+static MPI_Datatype pair;      /* two ints */
+
+static void open_epoch(void)
+{
+    if (lock) MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    else MPI_Win_fence(0, win);
+}
+
+static void close_epoch(const char *what)
+{
+    expect_class(lock ? MPI_Win_unlock(right, win) : MPI_Win_fence(0, win), MPI_SUCCESS, what);
+}
+
+/* this rank's window: ints [0, WIN_INTS) set to 100000 * rank + i */
+static void reset_window(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    for (int i = 0; i < WIN_INTS; ++i) wmem[i] = 100000 * rank + i;
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int initial(int owner, int i)
+{
+    return 100000 * owner + i;
+}
+
+/* after the neighbours' accesses: int i of this rank's window should be
+ * want(i) (every int checked) */
+static void check_window(int (*want)(int i, int n), int n, const char *what)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    int bad = -1;
+    for (int i = 0; i < WIN_INTS && bad < 0; ++i) {
+        if (wmem[i] != want(i, n)) bad = i;
+    }
+    CHECK(bad < 0, "%s, %s, n %d: window int %d = %d, want %d", what, lock ? "lock" : "fence", n,
+          bad, bad < 0 ? 0 : wmem[bad], bad < 0 ? 0 : want(bad, n));
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int src_val(int owner, int i)
+{
+    return 7 * owner + 3 * i + 1;
+}
+
+/* n ints put where 2n were described (contiguous): the first n changed */
+static int want_short_put(int i, int n)
+{
+    return i < n ? src_val(left, i) : initial(rank, i);
+}
+
+/* n ints accumulated (sum) over the first n of a strided description of 2n */
+static int want_short_acc_strided(int i, int n)
+{
+    return i < 2 * n && 0 == i % 2 ? initial(rank, i) + src_val(left, i / 2) : initial(rank, i);
+}
+
+static int want_unchanged(int i, int n)
+{
+    (void) n;
+    return initial(rank, i);
+}
+
+static void run(int *src, int *buf)
+{
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); ++k) {
+        int n = sizes[k];
+        for (int i = 0; i < n; ++i) src[i] = src_val(rank, i);
+
+        /* short put: n ints to a target of 2n */
+        reset_window();
+        open_epoch();
+        expect_class(MPI_Put(src, n, MPI_INT, right, 0, 2 * n, MPI_INT, win), MPI_SUCCESS,
+                     "short put");
+        close_epoch("epoch of a short put");
+        check_window(want_short_put, n, "short put");
+
+        /* short accumulate: n ints over a strided target of 2n */
+        reset_window();
+        open_epoch();
+        expect_class(MPI_Accumulate(src, n, MPI_INT, right, 0, 2 * n, strided, MPI_SUM, win),
+                     MPI_SUCCESS, "short accumulate");
+        close_epoch("epoch of a short accumulate");
+        check_window(want_short_acc_strided, n, "short accumulate");
+
+        /* short get: n ints into an origin buffer of 2n, read from a
+         * strided target; the origin's second half is left alone */
+        reset_window();
+        for (int i = 0; i < 2 * n; ++i) buf[i] = -3;
+        open_epoch();
+        expect_class(MPI_Get(buf, 2 * n, MPI_INT, right, 0, n, strided, win), MPI_SUCCESS,
+                     "short get");
+        close_epoch("epoch of a short get");
+        int bad = -1;
+        for (int i = 0; i < 2 * n && bad < 0; ++i) {
+            if (buf[i] != (i < n ? initial(right, 2 * i) : -3)) bad = i;
+        }
+        CHECK(bad < 0, "short get, %s, n %d: origin int %d = %d", lock ? "lock" : "fence", n, bad,
+              bad < 0 ? 0 : buf[bad]);
+
+        /* short get_accumulate result: n old ints into a result of 2n */
+        for (int i = 0; i < 2 * n; ++i) buf[i] = -3;
+        open_epoch();
+        expect_class(MPI_Get_accumulate(src, n, MPI_INT, buf, 2 * n, MPI_INT, right, 0, n,
+                                        MPI_INT, MPI_SUM, win), MPI_SUCCESS,
+                     "get_accumulate into a larger result");
+        close_epoch("epoch of a get_accumulate");
+        bad = -1;
+        for (int i = 0; i < 2 * n && bad < 0; ++i) {
+            if (buf[i] != (i < n ? initial(right, i) : -3)) bad = i;
+        }
+        CHECK(bad < 0, "get_accumulate, %s, n %d: result int %d = %d", lock ? "lock" : "fence", n,
+              bad, bad < 0 ? 0 : buf[bad]);
+
+        /* truncated: refused by the call, nothing moves */
+        reset_window();
+        for (int i = 0; i < 2 * n; ++i) buf[i] = -3;
+        open_epoch();
+        expect_class(MPI_Put(src, n, MPI_INT, right, 0, n - 1, MPI_INT, win), MPI_ERR_TRUNCATE,
+                     "put to a smaller target");
+        expect_class(MPI_Accumulate(src, n, MPI_INT, right, 0, n / 2, strided, MPI_SUM, win),
+                     MPI_ERR_TRUNCATE, "accumulate to a smaller target");
+        expect_class(MPI_Get(buf, n - 1, MPI_INT, right, 0, n, MPI_INT, win), MPI_ERR_TRUNCATE,
+                     "get into a smaller origin buffer");
+        expect_class(MPI_Get_accumulate(src, n, MPI_INT, buf, n - 1, MPI_INT, right, 0, n,
+                                        MPI_INT, MPI_SUM, win), MPI_ERR_TRUNCATE,
+                     "get_accumulate into a smaller result");
+        MPI_Request r = MPI_REQUEST_NULL;
+        expect_class(MPI_Rget(buf, 1, MPI_INT, right, 0, n, MPI_INT, win, &r), MPI_ERR_TRUNCATE,
+                     "rget into a smaller origin buffer");
+        if (MPI_REQUEST_NULL != r) MPI_Wait(&r, MPI_STATUS_IGNORE);
+        /* a short message ending inside an element of the target type */
+        expect_class(MPI_Put(src, 1, MPI_INT, right, 0, 1, pair, win),
+                     MPI_ERR_UNSUPPORTED_OPERATION, "put of half an element");
+        close_epoch("epoch of refused accesses");
+        check_window(want_unchanged, n, "truncated accesses");
+        bad = -1;
+        for (int i = 0; i < 2 * n && bad < 0; ++i) {
+            if (-3 != buf[i]) bad = i;
+        }
+        CHECK(bad < 0, "truncated gets, %s, n %d: origin int %d changed to %d",
+              lock ? "lock" : "fence", n, bad, bad < 0 ? 0 : buf[bad]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    test_init(&argc, &argv);
+    right = (rank + 1) % nprocs;
+    left = (rank + nprocs - 1) % nprocs;
+    MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &strided);
+    MPI_Type_commit(&strided);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int *src = malloc(MAXN * sizeof(int)), *buf = malloc(2 * MAXN * sizeof(int));
+    int *mem = malloc(WIN_INTS * sizeof(int));
+    for (int flavor = 0; flavor < 2; ++flavor) {
+        if (0 == flavor) {
+            wmem = mem;
+            MPI_Win_create(wmem, WIN_INTS * sizeof(int), sizeof(int), MPI_INFO_NULL,
+                           MPI_COMM_WORLD, &win);
+        } else {
+            MPI_Win_allocate(WIN_INTS * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                             &wmem, &win);
+        }
+        MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
+        for (lock = 0; lock < 2; ++lock) run(src, buf);
+        MPI_Win_free(&win);
+    }
+    MPI_Type_free(&strided);
+    MPI_Type_free(&pair);
+    free(mem);
+    free(src);
+    free(buf);
+    return test_finish();
+}
