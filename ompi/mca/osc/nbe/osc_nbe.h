@@ -171,6 +171,7 @@ typedef struct ompi_osc_nbe_module {
     volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
     volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
+    unsigned               rma_calls;      /* RMA calls, for polling now and then */
     uint64_t               away_hold_last; /* ns: the latest end of a peer's away hold */
     /* request-based gets and get-accumulates of passive epochs waiting for
      * their target's reply; while there are some, the progress function

@@ -1459,6 +1459,42 @@ fail:
     return rc;
 }
 
+/* A process in a long run of RMA calls that has not progressed for a while
+ * (every 32nd call looks at the clock) polls the network: it takes what
+ * others sent it meanwhile (their active-message transfers, lock
+ * requests, acknowledgements) and stamps its presence, so that the origins
+ * on its node keep sending it active messages instead of taking it for
+ * away from MPI (osc_nbe_presence.c) and moving every small transfer by
+ * CMA. Two ranks putting 1024 times to each other per lock epoch took
+ * 2.0-3.0 us per put without it, 0.16-0.22 with it (rma_exchange,
+ * docs/bench-rma.md, session 23). While this process holds a lock of a
+ * window with presence stamps it polls after 20 us (a stamp must stay
+ * younger than osc_nbe_target_away, 50 us); otherwise after 200 us, which
+ * only drains what comes during very long epochs (a fence epoch ends in
+ * MPI anyway). Calls between the polls of a wait loop do not poll again. */
+#define RMA_CALL_LOOK_EVERY 32u
+#define RMA_CALL_POLL_LOCKED_NS 20000u
+#define RMA_CALL_POLL_NS 200000u
+
+static inline void poll_now_and_then(ompi_osc_nbe_module_t *module)
+{
+    if (OPAL_LIKELY(0 != (++module->rma_calls & (RMA_CALL_LOOK_EVERY - 1)))) return;
+    uint64_t now = ompi_scale_adapt_now_ns();
+    bool locked = ompi_osc_nbe_presence_on(module) &&
+                  (module->shm_nheld > 0 || module->shm_lock_all);
+    if (now - __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED) <
+        (locked ? RMA_CALL_POLL_LOCKED_NS : RMA_CALL_POLL_NS)) {
+        return;
+    }
+    ompi_osc_nbe_progress();
+    /* the progress function reads the clock only for windows with presence
+     * stamps, and then every 8th pass: this poll counts as one */
+    if (now > __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&mca_osc_nbe_component.progress_ns, now, __ATOMIC_RELAXED);
+    }
+    if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, now);
+}
+
 /* MPI moves RMA data as if the side it comes from sent it and the other
  * side received it: the receiving side may describe more than comes (the
  * rest of it is left alone), never less (MPI_ERR_TRUNCATE). *into_count
@@ -1467,9 +1503,10 @@ fail:
  * an element of into_dt is not supported. */
 static int fit_receiver(size_t from_bytes, ompi_datatype_t *into_dt, int *into_count)
 {
-    size_t into_bytes = dt_bytes(into_dt, *into_count), unit = dt_bytes(into_dt, 1);
+    size_t into_bytes = dt_bytes(into_dt, *into_count);
     if (OPAL_LIKELY(from_bytes == into_bytes)) return OMPI_SUCCESS;
     if (from_bytes > into_bytes) return MPI_ERR_TRUNCATE;
+    size_t unit = dt_bytes(into_dt, 1);
     if (0 == unit || 0 != from_bytes % unit) return MPI_ERR_UNSUPPORTED_OPERATION;
     *into_count = (int) (from_bytes / unit);
     return OMPI_SUCCESS;
@@ -1491,6 +1528,8 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                     origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
+    /* (a load or store of shared memory involves no peer: no poll there) */
+    poll_now_and_then(module);
     copy_choice_t choice = { .copy = false };
     rc = try_rdma_now(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
                       origin_count, origin_dt, target, target_disp, target_count, target_dt, request,
@@ -1539,6 +1578,7 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
+    poll_now_and_then(module);
     bool no_op = &ompi_mpi_op_no_op.op == mpi_op;
     /* the origin's data goes to the target, the target's old data to the
      * result buffer */
@@ -1658,6 +1698,7 @@ int ompi_osc_nbe_compare_and_swap(const void *origin_addr, const void *compare_a
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     uint64_t addr;
     size_t sz = dt_bytes(dt, 1);
+    poll_now_and_then(module);
     if (MPI_PROC_NULL == target) return OMPI_SUCCESS;
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
