@@ -61,6 +61,18 @@ static inline void expect_class(int rc, int want, const char *what)
     }
 }
 
+/* 1 when rc is MPI_ERR_RMA_RANGE, 0 for success; anything else is a failure */
+static inline int range_err(int rc, const char *what)
+{
+    int cls = MPI_SUCCESS;
+    if (MPI_SUCCESS == rc) return 0;
+    MPI_Error_class(rc, &cls);
+    if (MPI_ERR_RMA_RANGE == cls) return 1;
+    fprintf(stderr, "[%d] %s: error class %d\n", rank, what, cls);
+    errs++;
+    return 0;
+}
+
 static inline void test_init(int *argc, char ***argv)
 {
     MPI_Init(argc, argv);

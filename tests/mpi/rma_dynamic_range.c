@@ -12,19 +12,6 @@
 #define N 16
 #define BIG (64 * 1024)   /* above the RDMA threshold */
 
-
-/* 1 for MPI_ERR_RMA_RANGE, 0 for success; anything else is a failure */
-static int range_err(int rc, const char *what)
-{
-    int cls = MPI_SUCCESS;
-    if (MPI_SUCCESS == rc) return 0;
-    MPI_Error_class(rc, &cls);
-    if (MPI_ERR_RMA_RANGE == cls) return 1;
-    fprintf(stderr, "[%d] %s: error class %d\n", rank, what, cls);
-    errs++;
-    return 0;
-}
-
 static void expect_reported(int n, int want, const char *what)
 {
     if (n != want) {

@@ -21,18 +21,6 @@
 
 static const int counts[] = { 3, 1000, NMAX };
 
-/* 1 when rc is MPI_ERR_RMA_RANGE, 0 for success; anything else is a failure */
-static int range_err(int rc, const char *what)
-{
-    int cls = MPI_SUCCESS;
-    if (MPI_SUCCESS == rc) return 0;
-    MPI_Error_class(rc, &cls);
-    if (MPI_ERR_RMA_RANGE == cls) return 1;
-    fprintf(stderr, "[%d] %s: error class %d\n", rank, what, cls);
-    errs++;
-    return 0;
-}
-
 static int sync_open(MPI_Win win, int lock, int target)
 {
     return lock ? MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win) : MPI_Win_fence(0, win);
