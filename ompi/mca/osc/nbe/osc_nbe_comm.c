@@ -1466,7 +1466,7 @@ fail:
  * on its node keep sending it active messages instead of taking it for
  * away from MPI (osc_nbe_presence.c) and moving every small transfer by
  * CMA. Two ranks putting 1024 times to each other per lock epoch took
- * 2.0-3.0 us per put without it, 0.16-0.22 with it (rma_exchange,
+ * 1.8-2.6 us per put without it, 0.09-0.16 with it (rma_exchange,
  * docs/bench-rma.md, session 23). While this process holds a lock of a
  * window with presence stamps it polls after 20 us (a stamp must stay
  * younger than osc_nbe_target_away, 50 us); otherwise after 200 us, which
