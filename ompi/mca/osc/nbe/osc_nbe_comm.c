@@ -1459,40 +1459,39 @@ fail:
     return rc;
 }
 
-/* A process in a long run of RMA calls that has not progressed for a while
- * (every 32nd call looks at the clock) polls the network: it takes what
- * others sent it meanwhile (their active-message transfers, lock
- * requests, acknowledgements) and stamps its presence, so that the origins
- * on its node keep sending it active messages instead of taking it for
- * away from MPI (osc_nbe_presence.c) and moving every small transfer by
- * CMA. Two ranks putting 1024 times to each other per lock epoch took
- * 1.8-2.6 us per put without it, 0.09-0.16 with it (rma_exchange,
- * docs/bench-rma.md, session 23). While this process holds a lock of a
- * window with presence stamps it polls after 20 us (a stamp must stay
- * younger than osc_nbe_target_away, 50 us); otherwise after 200 us, which
- * only drains what comes during very long epochs (a fence epoch ends in
- * MPI anyway). Calls between the polls of a wait loop do not poll again. */
+/* A process that holds a lock of a window with presence stamps (one node,
+ * osc_nbe_presence.c) and is in a long run of RMA calls polls the network
+ * when nothing progressed for 20 us (every 32nd call looks at the clock):
+ * it takes what others sent it meanwhile (their active-message transfers,
+ * lock requests, acknowledgements) and stamps its presence, so that the
+ * origins on its node keep sending it active messages instead of taking it
+ * for away from MPI (its stamp must stay younger than osc_nbe_target_away,
+ * 50 us) and moving every small transfer by CMA. Two ranks putting 1024
+ * times to each other per lock epoch took 3.0-3.7 us per put without it,
+ * 0.16-0.20 with it (rma_exchange, docs/bench-rma.md, session 23). Other
+ * epochs end in MPI and nobody judges their presence: no poll there.
+ * Calls between the polls of a wait loop do not poll again. */
 #define RMA_CALL_LOOK_EVERY 32u
-#define RMA_CALL_POLL_LOCKED_NS 20000u
-#define RMA_CALL_POLL_NS 200000u
+#define RMA_CALL_POLL_AFTER_NS 20000u
 
 static inline void poll_now_and_then(ompi_osc_nbe_module_t *module)
 {
     if (OPAL_LIKELY(0 != (++module->rma_calls & (RMA_CALL_LOOK_EVERY - 1)))) return;
+    if (!ompi_osc_nbe_presence_on(module) || (0 == module->shm_nheld && !module->shm_lock_all)) {
+        return;
+    }
     uint64_t now = ompi_scale_adapt_now_ns();
-    bool locked = ompi_osc_nbe_presence_on(module) &&
-                  (module->shm_nheld > 0 || module->shm_lock_all);
     if (now - __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED) <
-        (locked ? RMA_CALL_POLL_LOCKED_NS : RMA_CALL_POLL_NS)) {
+        RMA_CALL_POLL_AFTER_NS) {
         return;
     }
     ompi_osc_nbe_progress();
-    /* the progress function reads the clock only for windows with presence
-     * stamps, and then every 8th pass: this poll counts as one */
+    /* the progress function reads the clock every 8th pass: this poll
+     * counts as one */
     if (now > __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED)) {
         __atomic_store_n(&mca_osc_nbe_component.progress_ns, now, __ATOMIC_RELAXED);
     }
-    if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, now);
+    ompi_osc_nbe_presence_stamp(module, now);
 }
 
 /* MPI moves RMA data as if the side it comes from sent it and the other
