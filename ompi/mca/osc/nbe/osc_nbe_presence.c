@@ -75,8 +75,8 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         "slice: there it counts as away from MPI only after this many microseconds, if more. "
         "Active messages sent to it meanwhile are taken in bulk when it runs, where CMA "
         "would move each small transfer with a system call (three ranks on two CPUs putting "
-        "1024 8-byte blocks to their neighbours between flushes: 1.5-4.6 ms per exchange, "
-        "5.3-6.1 ms with osc_nbe_target_away alone). 0: osc_nbe_target_away alone",
+        "1024 8-byte blocks to their neighbours between flushes: 0.7-0.85 ms per exchange, "
+        "3.0-3.2 ms with osc_nbe_target_away alone). 0: osc_nbe_target_away alone",
         OPAL_INFO_LVL_6, 20000, &target_away_oversub_us);
     ompi_osc_nbe_register_uint(c, "target_away_hold",
         "After an unlock or flush to one target waited more than 10 ms while the target "
