@@ -1467,8 +1467,8 @@ fail:
  * origins on its node keep sending it active messages instead of taking it
  * for away from MPI (its stamp must stay younger than osc_nbe_target_away,
  * 50 us) and moving every small transfer by CMA. Two ranks putting 1024
- * times to each other per lock epoch took 1.6-2.2 us per put without it,
- * 0.13-0.18 with it (rma_exchange, docs/bench-rma.md, session 23). Other
+ * times to each other per lock epoch took 1.8-2.1 us per put without it,
+ * 0.16-0.21 with it (rma_exchange, docs/bench-rma.md, session 23). Other
  * epochs end in MPI and nobody judges their presence: no poll there.
  * Calls between the polls of a wait loop do not poll again. */
 #define RMA_CALL_LOOK_EVERY 32u

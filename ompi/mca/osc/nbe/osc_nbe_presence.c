@@ -33,10 +33,10 @@
  */
 #include "ompi_config.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include "ompi/mca/rte/rte.h"
+#include "opal/mca/base/mca_base_var.h"
 #include "ompi_scale_adapt.h"
 #include "osc_nbe.h"
 
@@ -69,8 +69,8 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         "where those thresholds are 0, never). 0: always active messages",
         OPAL_INFO_LVL_5, 50, &target_away_us);
     ompi_osc_nbe_register_uint(c, "target_away_oversubscribed",
-        "On a node where this job has more processes than CPUs this process may run on "
-        "(mpirun --oversubscribe), a target whose progress has not run for "
+        "On a node where this job runs more processes than it has CPUs (mpirun's "
+        "mpi_oversubscribe, or more local processes than online CPUs), a target whose progress has not run for "
         "osc_nbe_target_away may just wait for a CPU, which it gets within a scheduler time "
         "slice: there it counts as away from MPI only after this many microseconds, if more. "
         "Active messages sent to it meanwhile are taken in bulk when it runs, where CMA "
@@ -99,14 +99,19 @@ void ompi_osc_nbe_presence_register_params(const mca_base_component_t *c)
         &pv_away);
 }
 
-/* does this job have more processes on this node than CPUs this process
- * may run on? */
+/* does this job run more processes on this node than it has CPUs? The
+ * runtime says so in mpi_oversubscribe (mpirun sets it per node from its
+ * slots); else, more local processes than online CPUs. (Not this
+ * process's affinity mask: bound to one core, it has one CPU of many.) */
 static bool node_oversubscribed(void)
 {
-    long cpus = 0;
-    cpu_set_t set;
-    if (0 == sched_getaffinity(0, sizeof(set), &set)) cpus = CPU_COUNT(&set);
-    if (cpus <= 0) cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int idx = mca_base_var_find("ompi", "mpi", NULL, "oversubscribe");
+    const bool *said = NULL;
+    if (idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &said, NULL, NULL) &&
+        NULL != said && *said) {
+        return true;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 && (long) ompi_process_info.num_local_peers + 1 > cpus;
 }
 
