@@ -1273,8 +1273,7 @@ static int try_direct(ompi_osc_nbe_module_t *module, bool is_put, void *origin, 
     if (target != module->rank && NULL == module->shm_base) return 1;
     if (MPI_PROC_NULL == target || MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
-    size_t len = dt_bytes(origin_dt, origin_count);
-    if (len != dt_bytes(target_dt, target_count)) return 1;
+    size_t len = dt_bytes(origin_dt, origin_count);   /* = the target's (fit_receiver) */
     int rc;
     if (module->direct_target == target &&
         module->direct_gen == nbe_engine_generation(module->engine)) {
@@ -1331,7 +1330,7 @@ static int try_send_now(ompi_osc_nbe_module_t *module, const void *origin, int o
     if (NULL != module->shm_base || target == module->rank || MPI_PROC_NULL == target) return 1;
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
-    if (0 == len || len != dt_bytes(target_dt, target_count)) return 1;
+    if (0 == len) return 1;
     int rc = check_range(module, target, target_disp, target_count, target_dt, &addr);
     if (OMPI_SUCCESS != rc) return rc;
     int passive = 0;
@@ -1380,7 +1379,7 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return 1;
     if (!dt_contig(origin_dt, origin_count) || !dt_contig(target_dt, target_count)) return 1;
     size_t len = dt_bytes(origin_dt, origin_count);
-    if (!ompi_osc_nbe_rdma_sized(len, is_put) || len != dt_bytes(target_dt, target_count)) return 1;
+    if (!ompi_osc_nbe_rdma_sized(len, is_put)) return 1;
     /* the epoch, then the range (an error leaves the epoch untouched), then
      * the go-ahead (which marks the epoch as having operations) */
     ompi_osc_nbe_request_t *req = NULL;
