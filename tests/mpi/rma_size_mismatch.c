@@ -6,9 +6,12 @@
  *    get_accumulate's larger result buffer): the data that comes lands at
  *    the start of the receiving side, the rest stays as it was;
  *  - truncated: the receiving side describes less: MPI_ERR_TRUNCATE from
- *    the call, nothing moves, the window stays usable; a short message
- *    that ends inside an element of the receiving type is refused with
- *    MPI_ERR_UNSUPPORTED_OPERATION (not supported by osc/nbe).
+ *    the call, nothing moves, the window stays usable;
+ *  - ending inside an element: a short message may end inside an element
+ *    of the receiving type, as a receive may; what comes fills that
+ *    element's first basic elements (an int of a two-int strided type, the
+ *    third of three double-int pairs described by a type of two pairs),
+ *    the rest stays. osc/nbe refused these before.
  * A get into a larger origin buffer once hung its epoch (the origin waited
  * for bytes that never came), a put to a smaller target wrote past the
  * target's description, and an accumulate to a larger target read past
@@ -16,6 +19,9 @@
  * fence and lock epochs, create and allocate windows, every rank's right
  * neighbour (itself at np 1).
  */
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "pt2pt_common.h"
 
 #define WIN_INTS (4 * 8192)
@@ -26,7 +32,8 @@ static int *wmem;
 static MPI_Win win;
 static int right, left, lock;
 static MPI_Datatype strided;   /* one int in two */
-static MPI_Datatype pair;      /* two ints */
+static MPI_Datatype spaced;    /* two ints three apart, extent six ints */
+static MPI_Datatype di_pair;   /* two MPI_DOUBLE_INT */
 
 static void open_epoch(void)
 {
@@ -91,6 +98,113 @@ static int want_unchanged(int i, int n)
 {
     (void) n;
     return initial(rank, i);
+}
+
+/* m (odd) ints sent where spaced elements take them: ints 0, 3, 6, ...
+ * of the receiving side */
+static bool spaced_slot(int i, int m)
+{
+    return 0 == i % 3 && i / 3 < m;
+}
+
+static int want_spaced_put(int i, int m)
+{
+    return spaced_slot(i, m) ? src_val(left, i / 3) : initial(rank, i);
+}
+
+static int want_spaced_acc(int i, int m)
+{
+    return spaced_slot(i, m) ? initial(rank, i) + src_val(left, i / 3) : initial(rank, i);
+}
+
+typedef struct {
+    double d;
+    int i;
+} di_t;
+
+static void di_values(int owner, di_t *v)
+{
+    for (int k = 0; k < 3; ++k) {
+        v[k].d = 0.5 + owner + k;
+        v[k].i = 10 * owner + k;
+    }
+}
+
+/* three double-int pairs stored by left at the window's start: the data
+ * of each, not the padding after it */
+static int want_di(int i, int n)
+{
+    (void) n;
+    di_t v[3];
+    di_values(left, v);
+    int w = initial(rank, i);
+    size_t off = (size_t) i * sizeof(int);
+    if (off >= 3 * sizeof(di_t)) return w;
+    size_t k = off / sizeof(di_t), in = off % sizeof(di_t);
+    if (in < sizeof(double)) memcpy(&w, (char *) &v[k].d + in, sizeof(int));
+    else if (in == offsetof(di_t, i)) w = v[k].i;
+    return w;
+}
+
+/* short messages that end inside an element of the receiving type */
+static void run_mid_element(int n, const int *src, int *buf)
+{
+    int m = n % 2 ? n : n - 1, elems = (m + 1) / 2 + 1;
+
+    reset_window();
+    open_epoch();
+    expect_class(MPI_Put(src, m, MPI_INT, right, 0, elems, spaced, win), MPI_SUCCESS,
+                 "put ending inside an element");
+    close_epoch("epoch of a put ending inside an element");
+    check_window(want_spaced_put, m, "put ending inside an element");
+
+    reset_window();
+    open_epoch();
+    expect_class(MPI_Accumulate(src, m, MPI_INT, right, 0, elems, spaced, MPI_SUM, win),
+                 MPI_SUCCESS, "accumulate ending inside an element");
+    close_epoch("epoch of an accumulate ending inside an element");
+    check_window(want_spaced_acc, m, "accumulate ending inside an element");
+
+    /* get and get_accumulate: the origin's (result's) spaced elements */
+    reset_window();
+    for (int gacc = 0; gacc < 2; ++gacc) {
+        for (int i = 0; i < 3 * m + 3; ++i) buf[i] = -3;
+        open_epoch();
+        int rc = gacc ? MPI_Get_accumulate(src, m, MPI_INT, buf, elems, spaced, right, 0, m,
+                                           MPI_INT, MPI_NO_OP, win)
+                      : MPI_Get(buf, elems, spaced, right, 0, m, MPI_INT, win);
+        expect_class(rc, MPI_SUCCESS, gacc ? "get_accumulate into a result ending inside an element"
+                                           : "get ending inside an element");
+        close_epoch("epoch of a get ending inside an element");
+        int bad = -1;
+        for (int i = 0; i < 3 * m + 3 && bad < 0; ++i) {
+            if (buf[i] != (spaced_slot(i, m) ? initial(right, i / 3) : -3)) bad = i;
+        }
+        CHECK(bad < 0, "%s ending inside an element, %s, m %d: int %d = %d",
+              gacc ? "get_accumulate" : "get", lock ? "lock" : "fence", m, bad,
+              bad < 0 ? 0 : buf[bad]);
+    }
+
+    /* double-int pairs (data and padding differ: each pair its own piece);
+     * the last case ends on an element, and checks that MPI_REPLACE leaves
+     * the padding alone */
+    static const char *pair_case[] = { "pair put ending inside an element",
+                                       "pair accumulate ending inside an element",
+                                       "pair accumulate (replace)" };
+    di_t v[3];
+    di_values(rank, v);
+    for (int c = 0; c < 3; ++c) {
+        reset_window();
+        open_epoch();
+        int rc = 0 == c ? MPI_Put(v, 3, MPI_DOUBLE_INT, right, 0, 2, di_pair, win)
+                 : 1 == c ? MPI_Accumulate(v, 3, MPI_DOUBLE_INT, right, 0, 2, di_pair,
+                                           MPI_REPLACE, win)
+                          : MPI_Accumulate(v, 3, MPI_DOUBLE_INT, right, 0, 3, MPI_DOUBLE_INT,
+                                           MPI_REPLACE, win);
+        expect_class(rc, MPI_SUCCESS, pair_case[c]);
+        close_epoch(pair_case[c]);
+        check_window(want_di, n, pair_case[c]);
+    }
 }
 
 static void run(int *src, int *buf)
@@ -161,9 +275,6 @@ static void run(int *src, int *buf)
         expect_class(MPI_Rget(buf, 1, MPI_INT, right, 0, n, MPI_INT, win, &r), MPI_ERR_TRUNCATE,
                      "rget into a smaller origin buffer");
         if (MPI_REQUEST_NULL != r) MPI_Wait(&r, MPI_STATUS_IGNORE);
-        /* a short message ending inside an element of the target type */
-        expect_class(MPI_Put(src, 1, MPI_INT, right, 0, 1, pair, win),
-                     MPI_ERR_UNSUPPORTED_OPERATION, "put of half an element");
         close_epoch("epoch of refused accesses");
         check_window(want_unchanged, n, "truncated accesses");
         bad = -1;
@@ -172,6 +283,8 @@ static void run(int *src, int *buf)
         }
         CHECK(bad < 0, "truncated gets, %s, n %d: origin int %d changed to %d",
               lock ? "lock" : "fence", n, bad, bad < 0 ? 0 : buf[bad]);
+
+        run_mid_element(n, src, buf);
     }
 }
 
@@ -182,9 +295,14 @@ int main(int argc, char **argv)
     left = (rank + nprocs - 1) % nprocs;
     MPI_Type_create_resized(MPI_INT, 0, 2 * sizeof(int), &strided);
     MPI_Type_commit(&strided);
-    MPI_Type_contiguous(2, MPI_INT, &pair);
-    MPI_Type_commit(&pair);
-    int *src = malloc(MAXN * sizeof(int)), *buf = malloc(2 * MAXN * sizeof(int));
+    MPI_Datatype two_spaced;
+    MPI_Type_vector(2, 1, 3, MPI_INT, &two_spaced);
+    MPI_Type_create_resized(two_spaced, 0, 6 * sizeof(int), &spaced);
+    MPI_Type_commit(&spaced);
+    MPI_Type_free(&two_spaced);
+    MPI_Type_contiguous(2, MPI_DOUBLE_INT, &di_pair);
+    MPI_Type_commit(&di_pair);
+    int *src = malloc(MAXN * sizeof(int)), *buf = malloc(6 * (MAXN + 1) * sizeof(int));
     int *mem = malloc(WIN_INTS * sizeof(int));
     for (int flavor = 0; flavor < 2; ++flavor) {
         if (0 == flavor) {
@@ -200,7 +318,8 @@ int main(int argc, char **argv)
         MPI_Win_free(&win);
     }
     MPI_Type_free(&strided);
-    MPI_Type_free(&pair);
+    MPI_Type_free(&spaced);
+    MPI_Type_free(&di_pair);
     free(mem);
     free(src);
     free(buf);

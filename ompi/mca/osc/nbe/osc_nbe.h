@@ -447,6 +447,12 @@ size_t ompi_osc_nbe_max_payload(ompi_osc_nbe_module_t *module, int peer);
  * or OMPI_ERR_OUT_OF_RESOURCE when the general path must take it */
 int  ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
                           uint64_t fence_tag, const void *data, size_t len, bool passive);
+/* a datatype covering the first bytes of the memory that enough elements of
+ * dt describe, for data that ends inside one of them (osc_nbe_prefix.c):
+ * an hindexed type of dt's basic type (or bytes), committed, the caller's
+ * to destroy */
+int  ompi_osc_nbe_prefix_type(struct ompi_datatype_t *dt, size_t bytes,
+                              struct ompi_datatype_t **prefix);
 /* the size from which a contiguous put or get goes by BTL RDMA (0: never).
  * Passive-target epochs (lock, lock_all): osc_nbe_rdma_threshold /
  * osc_nbe_rdma_get_threshold, so that a target busy outside MPI need not

@@ -214,6 +214,21 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 /* ---------------------------------------------------------------- */
 /* target-side application (also used for operations to self) */
 
+/* MPI_REPLACE over count elements of the predefined type dt: their data,
+ * not the padding of pair types such as MPI_DOUBLE_INT */
+static void replace_elems(ompi_datatype_t *dt, size_t count, void *dst, const void *src)
+{
+    size_t size;
+    ptrdiff_t lb, ext;
+    ompi_datatype_type_size(dt, &size);
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    if (OPAL_LIKELY((ptrdiff_t) size == ext)) {
+        ompi_scale_copy(dst, src, size * count);
+    } else {
+        ompi_datatype_copy_content_same_ddt(dt, count, (char *) dst, (char *) src);
+    }
+}
+
 static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void *dst, size_t len)
 {
     ptrdiff_t lb, ext;
@@ -221,7 +236,7 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     int count = (int) (len / (size_t) ext);
     if (&ompi_mpi_op_no_op.op == op) return;
     if (&ompi_mpi_op_replace.op == op) {
-        ompi_scale_copy(dst, src, len);
+        replace_elems(dt, (size_t) count, dst, src);
         return;
     }
     ompi_op_reduce(op, (void *) src, dst, count, dt);
@@ -933,7 +948,7 @@ static bool acc_update(void *ctx, void *cur)
     if (&ompi_mpi_op_no_op.op == op->op) return false;
     const char *src = (const char *) op->origin_addr + off;
     if (&ompi_mpi_op_replace.op == op->op) {
-        memcpy(cur, src, len);
+        replace_elems(op->target_dt, p->n, cur, src);
     } else {
         ompi_op_reduce(op->op, (void *) src, cur, (int) p->n, op->target_dt);
     }
@@ -1495,36 +1510,41 @@ static inline void poll_now_and_then(ompi_osc_nbe_module_t *module)
 
 /* MPI moves RMA data as if the side it comes from sent it and the other
  * side received it: the receiving side may describe more than comes (the
- * rest of it is left alone), never less (MPI_ERR_TRUNCATE). *into_count
- * becomes the count of into_dt that takes exactly the bytes that come, so
- * every path below sees two sides of one size; a message that ends inside
- * an element of into_dt is not supported. */
-static int fit_receiver(size_t from_bytes, ompi_datatype_t *into_dt, int *into_count)
+ * rest of it is left alone), never less (MPI_ERR_TRUNCATE). The receiving
+ * side becomes one that takes exactly the bytes that come, so every path
+ * below sees two sides of one size: a smaller *into_count, or, for data
+ * that ends inside an element of *into_dt, a datatype made for the call
+ * (*made: the caller releases it once the operation holds its own
+ * reference) covering the part that is filled. */
+static int fit_receiver(size_t from_bytes, ompi_datatype_t **into_dt, int *into_count,
+                        ompi_datatype_t **made)
 {
-    size_t into_bytes = dt_bytes(into_dt, *into_count);
+    size_t into_bytes = dt_bytes(*into_dt, *into_count);
     if (OPAL_LIKELY(from_bytes == into_bytes)) return OMPI_SUCCESS;
     if (from_bytes > into_bytes) return MPI_ERR_TRUNCATE;
-    size_t unit = dt_bytes(into_dt, 1);
-    if (0 == unit || 0 != from_bytes % unit) return MPI_ERR_UNSUPPORTED_OPERATION;
-    *into_count = (int) (from_bytes / unit);
+    size_t unit = dt_bytes(*into_dt, 1);
+    if (0 == from_bytes % unit) {
+        *into_count = (int) (from_bytes / unit);
+        return OMPI_SUCCESS;
+    }
+    int rc = ompi_osc_nbe_prefix_type(*into_dt, from_bytes, made);
+    if (OMPI_SUCCESS != rc) return rc;
+    *into_dt = *made;
+    *into_count = 1;
     return OMPI_SUCCESS;
 }
 
-/* put and get differ only in the direction of the transfer (a get lands in
- * result_addr, its origin buffer) */
-static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
-                       ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
-                       int target_count, ompi_datatype_t *target_dt, ompi_win_t *win,
-                       struct ompi_request_t **request)
+/* do_transfer with sides of one size */
+static int do_fitted_transfer(int type, const void *origin_addr, void *result_addr,
+                              int origin_count, ompi_datatype_t *origin_dt, int target,
+                              ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                              ompi_win_t *win, struct ompi_request_t **request)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    int rc = NBE_OP_PUT == type
-                 ? fit_receiver(dt_bytes(origin_dt, origin_count), target_dt, &target_count)
-                 : fit_receiver(dt_bytes(target_dt, target_count), origin_dt, &origin_count);
-    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-    rc = try_direct(module, NBE_OP_PUT == type, NBE_OP_PUT == type ? (void *) origin_addr : result_addr,
-                    origin_count, origin_dt, target, target_disp, target_count, target_dt, request);
+    int rc = try_direct(module, NBE_OP_PUT == type,
+                        NBE_OP_PUT == type ? (void *) origin_addr : result_addr, origin_count,
+                        origin_dt, target, target_disp, target_count, target_dt, request);
     if (1 != rc) return rc;
     /* (a load or store of shared memory involves no peer: no poll there) */
     poll_now_and_then(module);
@@ -1553,6 +1573,24 @@ static int do_transfer(int type, const void *origin_addr, void *result_addr, int
     return start_op(module, op, request);
 }
 
+/* put and get differ only in the direction of the transfer (a get lands in
+ * result_addr, its origin buffer) */
+static int do_transfer(int type, const void *origin_addr, void *result_addr, int origin_count,
+                       ompi_datatype_t *origin_dt, int target, ptrdiff_t target_disp,
+                       int target_count, ompi_datatype_t *target_dt, ompi_win_t *win,
+                       struct ompi_request_t **request)
+{
+    ompi_datatype_t *made = NULL;
+    int rc = NBE_OP_PUT == type
+                 ? fit_receiver(dt_bytes(origin_dt, origin_count), &target_dt, &target_count, &made)
+                 : fit_receiver(dt_bytes(target_dt, target_count), &origin_dt, &origin_count, &made);
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
+    rc = do_fitted_transfer(type, origin_addr, result_addr, origin_count, origin_dt, target,
+                            target_disp, target_count, target_dt, win, request);
+    if (OPAL_UNLIKELY(NULL != made)) ompi_datatype_destroy(&made);
+    return rc;
+}
+
 static int do_put(const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
                   int target, ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
                   ompi_win_t *win, struct ompi_request_t **request)
@@ -1569,25 +1607,18 @@ static int do_get(void *origin_addr, int origin_count, ompi_datatype_t *origin_d
                        target_disp, target_count, target_dt, win, request);
 }
 
-static int do_acc(int type, const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
-                  void *result_addr, int result_count, ompi_datatype_t *result_dt, int target,
-                  ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
-                  ompi_op_t *mpi_op, ompi_win_t *win, struct ompi_request_t **request)
+/* do_acc with sides of one size */
+static int do_fitted_acc(int type, const void *origin_addr, int origin_count,
+                         ompi_datatype_t *origin_dt, void *result_addr, int result_count,
+                         ompi_datatype_t *result_dt, int target, ptrdiff_t target_disp,
+                         int target_count, ompi_datatype_t *target_dt, ompi_op_t *mpi_op,
+                         ompi_win_t *win, struct ompi_request_t **request)
 {
     ompi_osc_nbe_module_t *module = ompi_osc_nbe_module(win);
     ompi_osc_nbe_op_t *op;
-    poll_now_and_then(module);
     bool no_op = &ompi_mpi_op_no_op.op == mpi_op;
-    /* the origin's data goes to the target, the target's old data to the
-     * result buffer */
-    int rc = no_op ? OMPI_SUCCESS
-                   : fit_receiver(dt_bytes(origin_dt, origin_count), target_dt, &target_count);
-    if (OMPI_SUCCESS == rc && NBE_OP_GACC == type) {
-        rc = fit_receiver(dt_bytes(target_dt, target_count), result_dt, &result_count);
-    }
-    if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) return rc;
-    rc = begin_op(module, type, target, target_disp, target_count, target_dt,
-                  dt_bytes(target_dt, target_count), request, &op);
+    int rc = begin_op(module, type, target, target_disp, target_count, target_dt,
+                      dt_bytes(target_dt, target_count), request, &op);
     if (NULL == op) return rc;
     op->origin_addr = no_op ? NULL : origin_addr;
     op->origin_count = no_op ? 0 : origin_count;
@@ -1604,6 +1635,33 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
         return rc;
     }
     return start_op(module, op, request);
+}
+
+static int do_acc(int type, const void *origin_addr, int origin_count, ompi_datatype_t *origin_dt,
+                  void *result_addr, int result_count, ompi_datatype_t *result_dt, int target,
+                  ptrdiff_t target_disp, int target_count, ompi_datatype_t *target_dt,
+                  ompi_op_t *mpi_op, ompi_win_t *win, struct ompi_request_t **request)
+{
+    ompi_datatype_t *made_target = NULL, *made_result = NULL;
+    poll_now_and_then(ompi_osc_nbe_module(win));
+    /* the origin's data goes to the target, the target's old data to the
+     * result buffer */
+    int rc = &ompi_mpi_op_no_op.op == mpi_op
+                 ? OMPI_SUCCESS
+                 : fit_receiver(dt_bytes(origin_dt, origin_count), &target_dt, &target_count,
+                                &made_target);
+    if (OMPI_SUCCESS == rc && NBE_OP_GACC == type) {
+        rc = fit_receiver(dt_bytes(target_dt, target_count), &result_dt, &result_count,
+                          &made_result);
+    }
+    if (OPAL_LIKELY(OMPI_SUCCESS == rc)) {
+        rc = do_fitted_acc(type, origin_addr, origin_count, origin_dt, result_addr, result_count,
+                           result_dt, target, target_disp, target_count, target_dt, mpi_op, win,
+                           request);
+    }
+    if (OPAL_UNLIKELY(NULL != made_target)) ompi_datatype_destroy(&made_target);
+    if (OPAL_UNLIKELY(NULL != made_result)) ompi_datatype_destroy(&made_result);
+    return rc;
 }
 
 int ompi_osc_nbe_put(const void *origin_addr, int origin_count, struct ompi_datatype_t *origin_dt,
