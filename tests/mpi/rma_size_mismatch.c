@@ -205,6 +205,27 @@ static void run_mid_element(int n, const int *src, int *buf)
         close_epoch(pair_case[c]);
         check_window(want_di, n, pair_case[c]);
     }
+
+    /* fetched pairs: their data only, the result's padding stays */
+    reset_window();
+    for (int c = 0; c < 2; ++c) {
+        di_t r[3];
+        memset(r, 0x5a, sizeof(r));
+        open_epoch();
+        int rc = MPI_Get_accumulate(NULL, 0, MPI_DOUBLE_INT, r, c ? 2 : 3, c ? di_pair : MPI_DOUBLE_INT,
+                                    right, 0, 3, MPI_DOUBLE_INT, MPI_NO_OP, win);
+        expect_class(rc, MPI_SUCCESS, "pair get_accumulate");
+        close_epoch("epoch of a pair get_accumulate");
+        int bad = -1;
+        for (int k = 0; k < 3 && bad < 0; ++k) {
+            int want[4] = { initial(right, 4 * k), initial(right, 4 * k + 1),
+                            initial(right, 4 * k + 2), 0 };
+            memset(&want[3], 0x5a, sizeof(int));
+            if (0 != memcmp(&r[k], want, sizeof(want))) bad = k;
+        }
+        CHECK(bad < 0, "pair get_accumulate (result %s), %s: pair %d wrong (data or padding)",
+              c ? "ending inside an element" : "of 3 pairs", lock ? "lock" : "fence", bad);
+    }
 }
 
 static void run(int *src, int *buf)

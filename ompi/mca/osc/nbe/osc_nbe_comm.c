@@ -214,9 +214,9 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 /* ---------------------------------------------------------------- */
 /* target-side application (also used for operations to self) */
 
-/* MPI_REPLACE over count elements of the predefined type dt: their data,
- * not the padding of pair types such as MPI_DOUBLE_INT */
-static void replace_elems(ompi_datatype_t *dt, size_t count, void *dst, const void *src)
+/* a copy of count elements of the predefined type dt (MPI_REPLACE, fetched
+ * values): their data, not the padding of pair types such as MPI_DOUBLE_INT */
+static void copy_elems(ompi_datatype_t *dt, size_t count, void *dst, const void *src)
 {
     size_t size;
     ptrdiff_t lb, ext;
@@ -236,7 +236,7 @@ static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void 
     int count = (int) (len / (size_t) ext);
     if (&ompi_mpi_op_no_op.op == op) return;
     if (&ompi_mpi_op_replace.op == op) {
-        replace_elems(dt, (size_t) count, dst, src);
+        copy_elems(dt, (size_t) count, dst, src);
         return;
     }
     ompi_op_reduce(op, (void *) src, dst, count, dt);
@@ -781,7 +781,11 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
     }
     if (NBE_OP_GACC == op->type) {
         op->reply_left = op->nbytes;
-        if (op->result_dt == op->elem_dt) {
+        size_t size;
+        ompi_datatype_type_size(op->elem_dt, &size);
+        /* (pair types: the reply carries padding, which stays out of the
+         * result buffer) */
+        if (op->result_dt == op->elem_dt && (ptrdiff_t) size == ext) {
             op->result = op->result_addr;
         } else {
             op->result = op->result_alloc = malloc(op->nbytes ? op->nbytes : 1);
@@ -943,12 +947,12 @@ static bool acc_update(void *ctx, void *cur)
     struct acc_piece *p = (struct acc_piece *) ctx;
     ompi_osc_nbe_op_t *op = p->op;
     if (p->whole) return apply_acc_op(op, cur);   /* compare-and-swaps always are */
-    size_t off = p->first * p->ext, len = p->n * p->ext;
-    if (NBE_OP_GACC == op->type) memcpy((char *) op->result_addr + off, cur, len);
+    size_t off = p->first * p->ext;
+    if (NBE_OP_GACC == op->type) copy_elems(op->target_dt, p->n, (char *) op->result_addr + off, cur);
     if (&ompi_mpi_op_no_op.op == op->op) return false;
     const char *src = (const char *) op->origin_addr + off;
     if (&ompi_mpi_op_replace.op == op->op) {
-        replace_elems(op->target_dt, p->n, cur, src);
+        copy_elems(op->target_dt, p->n, cur, src);
     } else {
         ompi_op_reduce(op->op, (void *) src, cur, (int) p->n, op->target_dt);
     }
