@@ -196,13 +196,15 @@ static int mca_pml_mdq_component_register(void)
                       mdq_structure_values,
                       &mca_pml_mdq.match_structures);
 
-    mca_pml_mdq.vader_fbox_size = 8192;
+    mca_pml_mdq.vader_fbox_size = 32768;
     mdq_register_int("vader_fbox_size",
                      "Size in bytes of vader's per-peer fast box (btl_vader_fbox_size) when mdq is "
                      "the PML asked for by name (--mca pml mdq) and btl_vader_fbox_size is not set. "
-                     "vader's default of 4096 holds 42 messages of 64 B: a burst of small sends "
-                     "beyond that goes through vader's slower FIFO. Rounded up to 32 bytes, at "
-                     "most 64 KiB; 0: leave vader's setting",
+                     "vader's default of 4096 holds 42 messages of 64 B or 7 of 512 B: a burst of "
+                     "small sends beyond that goes through vader's slower FIFO. vader allocates a "
+                     "box for each of up to btl_vader_fbox_max (32) peers it sends to often, in "
+                     "its shared segment. Rounded up to 32 bytes, at most 64 KiB; 0: leave "
+                     "vader's setting",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.vader_fbox_size);
 
     /* 3.5 comes from the matching bench (docs/bench-match.md); the seed
