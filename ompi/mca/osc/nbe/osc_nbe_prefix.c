@@ -17,38 +17,34 @@
 #include <stdlib.h>
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "opal/class/opal_value_array.h"
 #include "opal/datatype/opal_convertor.h"
 
 #define PREFIX_RAW_IOV 64
 
-/* runs of elements: run i is cnt[i] elements, ext bytes apart, from disp[i] */
-struct runs {
-    size_t n, cap;
-    ptrdiff_t *disp;
-    size_t *cnt;
-    ptrdiff_t ext;
-};
+/* a run of cnt elements, ext bytes apart, from disp */
+typedef struct {
+    ptrdiff_t disp;
+    size_t cnt;
+} run_t;
 
-static int add_run(struct runs *r, ptrdiff_t disp, size_t cnt)
+typedef struct {
+    opal_value_array_t list;   /* run_t, in data order */
+    ptrdiff_t ext;
+} runs_t;
+
+static int add_run(runs_t *r, ptrdiff_t disp, size_t cnt)
 {
-    if (r->n > 0 && r->disp[r->n - 1] + (ptrdiff_t) r->cnt[r->n - 1] * r->ext == disp) {
-        r->cnt[r->n - 1] += cnt;
-        return OMPI_SUCCESS;
+    size_t n = opal_value_array_get_size(&r->list);
+    if (n > 0) {
+        run_t *last = &OPAL_VALUE_ARRAY_GET_ITEM(&r->list, run_t, n - 1);
+        if (last->disp + (ptrdiff_t) last->cnt * r->ext == disp) {
+            last->cnt += cnt;
+            return OMPI_SUCCESS;
+        }
     }
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        ptrdiff_t *d = realloc(r->disp, cap * sizeof(*d));
-        if (NULL == d) return OMPI_ERR_OUT_OF_RESOURCE;
-        r->disp = d;
-        size_t *c = realloc(r->cnt, cap * sizeof(*c));
-        if (NULL == c) return OMPI_ERR_OUT_OF_RESOURCE;
-        r->cnt = c;
-        r->cap = cap;
-    }
-    r->disp[r->n] = disp;
-    r->cnt[r->n] = cnt;
-    r->n++;
-    return OMPI_SUCCESS;
+    run_t run = { .disp = disp, .cnt = cnt };
+    return opal_value_array_append_item(&r->list, &run);
 }
 
 /* the elements (esize bytes of data, ext bytes of memory each) that the
@@ -56,8 +52,7 @@ static int add_run(struct runs *r, ptrdiff_t disp, size_t cnt)
  * from the buffer's address. The memory pieces of dt come in data order;
  * each element starts inside one. Where ext == esize an element must not
  * straddle two pieces (OMPI_ERR_NOT_SUPPORTED: the caller takes bytes). */
-static int collect_runs(ompi_datatype_t *dt, int count, size_t bytes, size_t esize,
-                        struct runs *r)
+static int collect_runs(ompi_datatype_t *dt, int count, size_t bytes, size_t esize, runs_t *r)
 {
     opal_convertor_t conv;
     struct iovec segs[PREFIX_RAW_IOV];
@@ -98,20 +93,22 @@ static int collect_runs(ompi_datatype_t *dt, int count, size_t bytes, size_t esi
 }
 
 /* hindexed of elem over the runs, runs longer than an int can count split */
-static int build_hindexed(const struct runs *r, ompi_datatype_t *elem, ompi_datatype_t **out)
+static int build_hindexed(runs_t *r, ompi_datatype_t *elem, ompi_datatype_t **out)
 {
-    size_t nblocks = 0;
     const size_t max_block = (size_t) INT_MAX;
-    for (size_t i = 0; i < r->n; ++i) nblocks += (r->cnt[i] + max_block - 1) / max_block;
+    const size_t nruns = opal_value_array_get_size(&r->list);
+    const run_t *runs = OPAL_VALUE_ARRAY_GET_BASE(&r->list, run_t);
+    size_t nblocks = 0;
+    for (size_t i = 0; i < nruns; ++i) nblocks += (runs[i].cnt + max_block - 1) / max_block;
     if (nblocks > (size_t) INT_MAX) return OMPI_ERR_NOT_SUPPORTED;
     int *blen = malloc((nblocks ? nblocks : 1) * sizeof(*blen));
     ptrdiff_t *disp = malloc((nblocks ? nblocks : 1) * sizeof(*disp));
     int rc = OMPI_ERR_OUT_OF_RESOURCE;
     if (NULL != blen && NULL != disp) {
         size_t k = 0;
-        for (size_t i = 0; i < r->n; ++i) {
-            size_t left = r->cnt[i];
-            ptrdiff_t d = r->disp[i];
+        for (size_t i = 0; i < nruns; ++i) {
+            size_t left = runs[i].cnt;
+            ptrdiff_t d = runs[i].disp;
             while (left > 0) {
                 size_t take = left < max_block ? left : max_block;
                 blen[k] = (int) take;
@@ -145,11 +142,12 @@ static int prefix_of(ompi_datatype_t *dt, int count, size_t bytes, ompi_datatype
     ompi_datatype_type_size(elem, &esize);
     ompi_datatype_get_extent(elem, &lb, &ext);
     if (0 == esize || 0 != bytes % esize) return OMPI_ERR_NOT_SUPPORTED;
-    struct runs r = { .ext = ext };
-    int rc = collect_runs(dt, count, bytes, esize, &r);
+    runs_t r = { .ext = ext };
+    OBJ_CONSTRUCT(&r.list, opal_value_array_t);
+    int rc = opal_value_array_init(&r.list, sizeof(run_t));
+    if (OMPI_SUCCESS == rc) rc = collect_runs(dt, count, bytes, esize, &r);
     if (OMPI_SUCCESS == rc) rc = build_hindexed(&r, elem, prefix);
-    free(r.disp);
-    free(r.cnt);
+    OBJ_DESTRUCT(&r.list);
     return rc;
 }
 
