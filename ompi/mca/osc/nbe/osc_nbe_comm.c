@@ -214,16 +214,23 @@ void ompi_osc_nbe_op_local_complete(ompi_osc_nbe_op_t *op)
 /* ---------------------------------------------------------------- */
 /* target-side application (also used for operations to self) */
 
-/* a copy of count elements of the predefined type dt (MPI_REPLACE, fetched
- * values): their data, not the padding of pair types such as MPI_DOUBLE_INT */
-static void copy_elems(ompi_datatype_t *dt, size_t count, void *dst, const void *src)
+/* no padding in an element of dt (pair types such as MPI_DOUBLE_INT have
+ * some: their extent exceeds their size) */
+static bool dt_dense(ompi_datatype_t *dt)
 {
     size_t size;
     ptrdiff_t lb, ext;
     ompi_datatype_type_size(dt, &size);
     ompi_datatype_get_extent(dt, &lb, &ext);
-    if (OPAL_LIKELY((ptrdiff_t) size == ext)) {
-        ompi_scale_copy(dst, src, size * count);
+    return (ptrdiff_t) size == ext;
+}
+
+/* a copy of count elements of the predefined type dt (MPI_REPLACE, fetched
+ * values): their data, not the padding of pair types */
+static void copy_elems(ompi_datatype_t *dt, size_t count, void *dst, const void *src)
+{
+    if (OPAL_LIKELY(dt_dense(dt))) {
+        ompi_scale_copy(dst, src, dt_bytes(dt, (int) count));
     } else {
         ompi_datatype_copy_content_same_ddt(dt, count, (char *) dst, (char *) src);
     }
@@ -781,11 +788,9 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
     }
     if (NBE_OP_GACC == op->type) {
         op->reply_left = op->nbytes;
-        size_t size;
-        ompi_datatype_type_size(op->elem_dt, &size);
         /* (pair types: the reply carries padding, which stays out of the
          * result buffer) */
-        if (op->result_dt == op->elem_dt && (ptrdiff_t) size == ext) {
+        if (op->result_dt == op->elem_dt && dt_dense(op->elem_dt)) {
             op->result = op->result_addr;
         } else {
             op->result = op->result_alloc = malloc(op->nbytes ? op->nbytes : 1);
