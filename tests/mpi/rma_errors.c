@@ -44,6 +44,9 @@ int main(int argc, char **argv)
     /* (a negative displacement is MPI_ERR_DISP, checked by the MPI layer) */
     expect_class(MPI_Get(buf, 1, MPI_INT, right, 8, 1, MPI_INT, win), MPI_ERR_RMA_RANGE, "get just past the end");
     expect_class(MPI_Accumulate(buf, 9, MPI_INT, right, 0, 9, MPI_INT, MPI_SUM, win), MPI_ERR_RMA_RANGE, "acc past the end");
+    /* 2^62 ints are 2^64 bytes: wrapped to 0, the put once landed at the base */
+    expect_class(MPI_Put(buf, 1, MPI_INT, right, (MPI_Aint) 1 << 62, 1, MPI_INT, win), MPI_ERR_RMA_RANGE,
+                 "put at a displacement whose byte offset overflows");
     expect_class(MPI_Put(buf, 1, MPI_INT, right, 7, 1, MPI_INT, win), MPI_SUCCESS, "put at the last element");
     /* MPI_PROC_NULL targets are no-ops */
     expect_class(MPI_Put(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win), MPI_SUCCESS, "put to PROC_NULL");

@@ -236,11 +236,26 @@ static void copy_elems(ompi_datatype_t *dt, size_t count, void *dst, const void 
     }
 }
 
+/* the memory n consecutive elements of the predefined type dt occupy: the
+ * padding after the last one (pair types such as MPI_DOUBLE_INT, 12 bytes
+ * of data in an extent of 16) is not theirs and may lie past the end of a
+ * window, so accesses stop at the last element's data */
+static size_t elems_span(ompi_datatype_t *dt, size_t n)
+{
+    ptrdiff_t lb, ext, tlb, text;
+    if (0 == n) return 0;
+    ompi_datatype_get_extent(dt, &lb, &ext);
+    ompi_datatype_get_true_extent(dt, &tlb, &text);
+    return (size_t) ext * (n - 1) + (size_t) (tlb - lb + text);
+}
+
+/* len: the memory of whole elements of dt (elems_span), the last one's
+ * trailing padding left out */
 static void apply_acc(ompi_op_t *op, ompi_datatype_t *dt, const void *src, void *dst, size_t len)
 {
     ptrdiff_t lb, ext;
     ompi_datatype_get_extent(dt, &lb, &ext);
-    int count = (int) (len / (size_t) ext);
+    int count = (int) ((len + (size_t) ext - 1) / (size_t) ext);
     if (&ompi_mpi_op_no_op.op == op) return;
     if (&ompi_mpi_op_replace.op == op) {
         copy_elems(dt, (size_t) count, dst, src);
@@ -609,7 +624,8 @@ typedef struct elem_walk {
 static void walk_flush(elem_walk_t *w)
 {
     if (0 == w->run_n || OMPI_SUCCESS != w->rc) return;
-    w->rc = plan_add(w->op, w->cap, w->run_start, w->off, w->run_n * w->ext, w->chunk);
+    w->rc = plan_add(w->op, w->cap, w->run_start, w->off, elems_span(w->op->elem_dt, w->run_n),
+                     w->chunk);
     w->off += w->run_n * w->ext;
     w->run_n = 0;
 }
@@ -639,16 +655,16 @@ static void walk_piece(elem_walk_t *w, uint64_t addr, size_t len)
  * address (the target's memory: not touched here), NBE_RAW_IOV at a time
  * (size: their bytes), while it returns OMPI_SUCCESS */
 typedef int (*target_segs_fn)(void *ctx, const struct iovec *segs, uint32_t n, size_t size);
-static int walk_target_segments(ompi_osc_nbe_op_t *op, target_segs_fn fn, void *ctx)
+static int walk_segments(ompi_datatype_t *dt, int count, uint64_t addr, target_segs_fn fn,
+                         void *ctx)
 {
     opal_convertor_t conv;
     struct iovec segs[NBE_RAW_IOV];
     int rc = OMPI_SUCCESS;
     bool done;
     OBJ_CONSTRUCT(&conv, opal_convertor_t);
-    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &op->target_dt->super,
-                                             op->target_count, (void *) (uintptr_t) op->target_addr,
-                                             0, &conv);
+    opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dt->super, count,
+                                             (void *) (uintptr_t) addr, 0, &conv);
     do {
         uint32_t n = NBE_RAW_IOV;
         size_t size;
@@ -657,6 +673,11 @@ static int walk_target_segments(ompi_osc_nbe_op_t *op, target_segs_fn fn, void *
     } while (!done && OMPI_SUCCESS == rc);
     OBJ_DESTRUCT(&conv);
     return rc;
+}
+
+static int walk_target_segments(ompi_osc_nbe_op_t *op, target_segs_fn fn, void *ctx)
+{
+    return walk_segments(op->target_dt, op->target_count, op->target_addr, fn, ctx);
 }
 
 struct plan_segs {
@@ -691,10 +712,10 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
     size_t cap = 0;
     op->nplan = 0;
     if (elementwise && ompi_datatype_is_predefined(op->target_dt)) {
-        /* memory layout of n elements == staging layout (pair types keep padding) */
-        ptrdiff_t lb, ext;
-        ompi_datatype_get_extent(op->target_dt, &lb, &ext);
-        return plan_add(op, &cap, op->target_addr, 0, (size_t) ext * (size_t) op->target_count, chunk);
+        /* memory layout of n elements == staging layout (pair types keep
+         * padding, but for the last element's) */
+        return plan_add(op, &cap, op->target_addr, 0,
+                        elems_span(op->target_dt, (size_t) op->target_count), chunk);
     }
     if (!elementwise && dt_contig(op->target_dt, op->target_count)) {
         return plan_add(op, &cap, op->target_addr + (uint64_t) op->target_dt->super.true_lb, 0,
@@ -787,9 +808,8 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
         }
     }
     if (NBE_OP_GACC == op->type) {
-        op->reply_left = op->nbytes;
         /* (pair types: the reply carries padding, which stays out of the
-         * result buffer) */
+         * result buffer; the replies' total is the plan's, issue_cb) */
         if (op->result_dt == op->elem_dt && dt_dense(op->elem_dt)) {
             op->result = op->result_addr;
         } else {
@@ -986,6 +1006,10 @@ static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *
     size_t count = (size_t) op->target_count, len = (size_t) ext * count;
     bool whole = len <= RMW_MAX;
     if (0 == len) return -1;
+    /* the read-modify-write writes back what it read: not over padding
+     * between elements (pair types), which is not the accumulate's and may
+     * be written by others meanwhile; the target applies those in place */
+    if (elems_span(op->target_dt, count) != dt_bytes(op->target_dt, (int) count)) return -1;
     if (!whole && ((&ompi_mpi_op_no_op.op != op->op &&
                     (op->origin_dt != op->target_dt || (size_t) op->origin_count != count)) ||
                    (NBE_OP_GACC == op->type &&
@@ -1004,7 +1028,7 @@ static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *
                                (size_t) ext, whole };
         rc = ompi_osc_nbe_cma_rmw(module, target, (pid_t) g->pid,
                                   op->target_addr + (uint64_t) lb + first * (uint64_t) ext,
-                                  p.n * (size_t) ext, acc_update, &p);
+                                  elems_span(op->target_dt, p.n), acc_update, &p);
         if (1 == rc && 0 == first) return -1;   /* nothing applied: send it */
         if (1 == rc) {
             /* pieces are in place, the rest cannot follow another way */
@@ -1085,6 +1109,12 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
             ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
             rc = plan_target(op, true, (chunk / (size_t) ext) * (size_t) ext);
         }
+        if (OMPI_SUCCESS == rc && NBE_OP_GACC == op->type) {
+            /* the target's memory the fragments cover, less than the
+             * staging layout where a run ends in a pair type's padding */
+            op->reply_left = 0;
+            for (size_t i = 0; i < op->nplan; ++i) op->reply_left += op->plan[i].len;
+        }
         break;
     }
     case NBE_OP_CAS: {
@@ -1122,15 +1152,23 @@ int ompi_osc_nbe_issue_cb(void *ctx, nbe_op_t *eop)
 /* entry points */
 
 /* the bytes [*lo, *hi) that count x dt touch from start (count > 0); with a
- * negative extent the last element lies below the first */
-static void dt_span(int64_t start, int count, ompi_datatype_t *dt, int64_t *lo, int64_t *hi)
+ * negative extent the last element lies below the first. False if a bound
+ * does not fit in 64 bits (a displacement or extent no memory can have). */
+static bool dt_span(int64_t start, int count, ompi_datatype_t *dt, int64_t *lo, int64_t *hi)
 {
     ptrdiff_t lb, ext, tlb, text;
     ompi_datatype_get_extent(dt, &lb, &ext);
     ompi_datatype_get_true_extent(dt, &tlb, &text);
-    int64_t first = start + tlb, last = first + (int64_t) (count - 1) * ext;
+    int64_t first, step, last, top;
+    if (__builtin_add_overflow(start, (int64_t) tlb, &first) ||
+        __builtin_mul_overflow((int64_t) (count - 1), (int64_t) ext, &step) ||
+        __builtin_add_overflow(first, step, &last)) {
+        return false;
+    }
     *lo = first < last ? first : last;
-    *hi = (first < last ? last : first) + text;
+    if (__builtin_add_overflow(first < last ? last : first, (int64_t) text, &top)) return false;
+    *hi = top;
+    return true;
 }
 
 /* the target address of [disp, count x dt) in a peer's window of geometry p,
@@ -1138,14 +1176,30 @@ static void dt_span(int64_t start, int count, ompi_datatype_t *dt, int64_t *lo, 
 static int range_in(const ompi_osc_nbe_peer_t *p, ptrdiff_t disp, int count, ompi_datatype_t *dt,
                     uint64_t *addr)
 {
-    int64_t start = (int64_t) disp * p->disp_unit;
-    if (disp < 0 || start < 0) return OMPI_ERR_RMA_RANGE;
+    int64_t start;
+    if (disp < 0 || __builtin_mul_overflow((int64_t) disp, p->disp_unit, &start) || start < 0) {
+        return OMPI_ERR_RMA_RANGE;
+    }
     if (count > 0) {
         int64_t lo, hi;
-        dt_span(start, count, dt, &lo, &hi);
-        if (lo < 0 || (uint64_t) hi > p->size) return OMPI_ERR_RMA_RANGE;
+        if (!dt_span(start, count, dt, &lo, &hi) || lo < 0 || (uint64_t) hi > p->size) {
+            return OMPI_ERR_RMA_RANGE;
+        }
     }
     *addr = p->base + (uint64_t) start;
+    return OMPI_SUCCESS;
+}
+
+static int attached_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t size)
+{
+    ompi_osc_nbe_module_t *module = (ompi_osc_nbe_module_t *) ctx;
+    (void) size;
+    for (uint32_t i = 0; i < n; ++i) {
+        if (0 != segs[i].iov_len &&
+            !ompi_osc_nbe_attached(module, (uint64_t) (uintptr_t) segs[i].iov_base, segs[i].iov_len)) {
+            return OMPI_ERR_RMA_RANGE;
+        }
+    }
     return OMPI_SUCCESS;
 }
 
@@ -1158,9 +1212,11 @@ static int check_range(ompi_osc_nbe_module_t *module, int target, ptrdiff_t disp
         *addr = (uint64_t) disp;
         if (target == module->rank && count > 0) {
             int64_t lo, hi;
-            dt_span((int64_t) disp, count, dt, &lo, &hi);
+            if (!dt_span((int64_t) disp, count, dt, &lo, &hi)) return OMPI_ERR_RMA_RANGE;
             if (!ompi_osc_nbe_attached(module, (uint64_t) lo, (uint64_t) (hi - lo))) {
-                return OMPI_ERR_RMA_RANGE;
+                /* only the bytes the type map touches need be attached, as a
+                 * peer checks each fragment of an access from elsewhere */
+                return walk_segments(dt, count, (uint64_t) disp, attached_segs_fn, module);
             }
         }
         return OMPI_SUCCESS;
