@@ -14,7 +14,8 @@
  * than 64 KiB), every rank's right neighbour (itself at np 1); then the
  * same element on a dynamic window whose attached region is exactly its 12
  * bytes, and a self access through a strided type whose hole is not
- * attached (only the bytes a type map touches need be).
+ * attached (only the bytes a type map touches need be); last, MPI_SHORT_INT
+ * accumulates applied in place through a derived target type.
  */
 #include <stdint.h>
 #include <string.h>
@@ -177,11 +178,61 @@ static void dynamic_window(void)
     munmap(map, maplen);
 }
 
+/* MPI_SHORT_INT (a short, two bytes of padding, an int) through a derived
+ * target type, applied in place: to this process itself on a created
+ * window, to the right neighbour on an allocated one (shared memory on one
+ * node). Open MPI's segment-wise reduction skipped it (pieces smaller than
+ * an element): the window stayed unchanged. */
+typedef struct {
+    short v;
+    int i;
+} sint_t;
+
+static void short_int_in_place(void)
+{
+    int right = (rank + 1) % nprocs, left = (rank + nprocs - 1) % nprocs;
+    MPI_Datatype two;
+    MPI_Type_contiguous(2, MPI_SHORT_INT, &two);
+    MPI_Type_commit(&two);
+    for (int alloc = 0; alloc < 2; ++alloc) {
+        sint_t *w, mine[2];
+        MPI_Win win;
+        if (alloc) {
+            MPI_Win_allocate(2 * sizeof(sint_t), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &w, &win);
+        } else {
+            w = mine;
+            MPI_Win_create(w, sizeof(mine), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        }
+        int target = alloc ? right : rank, from = alloc ? left : rank;
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+        w[0].v = 5;
+        w[0].i = 0;
+        w[1].v = 1;
+        w[1].i = 1;
+        MPI_Win_unlock(rank, win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        sint_t in[2] = { { 3, 10 + rank }, { 4, 20 + rank } };
+        MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
+        expect_class(MPI_Accumulate(in, 2, MPI_SHORT_INT, target, 0, 1, two, MPI_MINLOC, win),
+                     MPI_SUCCESS, "MINLOC of MPI_SHORT_INT through a derived type");
+        MPI_Win_unlock(target, win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win);
+        CHECK(w[0].v == 3 && w[0].i == 10 + from && w[1].v == 1 && w[1].i == 1,
+              "%s window: MPI_SHORT_INT MINLOC in place gave {%d,%d} {%d,%d}, want {3,%d} {1,1}",
+              alloc ? "allocated" : "created", w[0].v, w[0].i, w[1].v, w[1].i, 10 + from);
+        MPI_Win_unlock(rank, win);
+        MPI_Win_free(&win);
+    }
+    MPI_Type_free(&two);
+}
+
 int main(int argc, char **argv)
 {
     test_init(&argc, &argv);
     window_of_pairs(1);
     window_of_pairs(0);
     dynamic_window();
+    short_int_in_place();
     return test_finish();
 }

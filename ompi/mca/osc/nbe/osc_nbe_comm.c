@@ -15,7 +15,6 @@
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 #include "opal/sys/atomic.h"
-#include "ompi/mca/osc/base/osc_base_obj_convert.h"
 #include "ompi/errhandler/errcode-internal.h"
 
 void ompi_osc_nbe_queue_op(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
@@ -612,22 +611,51 @@ static int plan_add(ompi_osc_nbe_op_t *op, size_t *cap, uint64_t addr, uint64_t 
 
 /* element runs of an accumulate target: the raw segments of the target
  * datatype are cut into whole elements of the element type (pair types such
- * as MPI_LONG_DOUBLE_INT come out of the convertor as two pieces each) and
- * consecutive elements merge into runs of the staging layout */
+ * as MPI_LONG_DOUBLE_INT come out of the convertor as two pieces each, and
+ * MPI_SHORT_INT's pieces are smaller than one) and consecutive elements
+ * merge into runs of the staging layout, which `run` consumes: the run of
+ * run_n elements at run_start, at offset off of the staging layout */
 typedef struct elem_walk {
-    ompi_osc_nbe_op_t *op;
-    size_t *cap, chunk, esize, ext, acc;
+    void (*run)(struct elem_walk *w);
+    size_t esize, ext, acc;
     uint64_t start, run_start, run_n, off;
     int rc;
+    /* plan_run: fragments of op, chunk bytes at most */
+    ompi_osc_nbe_op_t *op;
+    size_t *cap, chunk;
+    /* reduce_run: src (staging layout) reduced into the runs by mop */
+    ompi_op_t *mop;
+    ompi_datatype_t *elem;
+    const char *src;
 } elem_walk_t;
+
+static void walk_init(elem_walk_t *w, ompi_datatype_t *elem)
+{
+    ptrdiff_t lb, ext;
+    ompi_datatype_type_size(elem, &w->esize);
+    ompi_datatype_get_extent(elem, &lb, &ext);
+    w->ext = (size_t) ext;
+    w->elem = elem;
+    w->rc = OMPI_SUCCESS;
+}
 
 static void walk_flush(elem_walk_t *w)
 {
     if (0 == w->run_n || OMPI_SUCCESS != w->rc) return;
-    w->rc = plan_add(w->op, w->cap, w->run_start, w->off, elems_span(w->op->elem_dt, w->run_n),
-                     w->chunk);
+    w->run(w);
     w->off += w->run_n * w->ext;
     w->run_n = 0;
+}
+
+static void plan_run(elem_walk_t *w)
+{
+    w->rc = plan_add(w->op, w->cap, w->run_start, w->off, elems_span(w->elem, w->run_n), w->chunk);
+}
+
+static void reduce_run(elem_walk_t *w)
+{
+    ompi_op_reduce(w->mop, (void *) (w->src + w->off), (void *) (uintptr_t) w->run_start,
+                   (int) w->run_n, w->elem);
 }
 
 static void walk_piece(elem_walk_t *w, uint64_t addr, size_t len)
@@ -651,9 +679,8 @@ static void walk_piece(elem_walk_t *w, uint64_t addr, size_t len)
     }
 }
 
-/* calls fn with the raw segments of op's target datatype at its target
- * address (the target's memory: not touched here), NBE_RAW_IOV at a time
- * (size: their bytes), while it returns OMPI_SUCCESS */
+/* calls fn with the raw segments of count x dt at addr (not touched here),
+ * NBE_RAW_IOV at a time (size: their bytes), while it returns OMPI_SUCCESS */
 typedef int (*target_segs_fn)(void *ctx, const struct iovec *segs, uint32_t n, size_t size);
 static int walk_segments(ompi_datatype_t *dt, int count, uint64_t addr, target_segs_fn fn,
                          void *ctx)
@@ -675,17 +702,38 @@ static int walk_segments(ompi_datatype_t *dt, int count, uint64_t addr, target_s
     return rc;
 }
 
+/* ... of op's target datatype at its target address (the target's memory) */
 static int walk_target_segments(ompi_osc_nbe_op_t *op, target_segs_fn fn, void *ctx)
 {
     return walk_segments(op->target_dt, op->target_count, op->target_addr, fn, ctx);
+}
+
+/* segments cut into element runs (ctx: an elem_walk_t) */
+static int elem_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t size)
+{
+    elem_walk_t *w = (elem_walk_t *) ctx;
+    (void) size;
+    for (uint32_t i = 0; i < n && OMPI_SUCCESS == w->rc; ++i) {
+        walk_piece(w, (uint64_t) (uintptr_t) segs[i].iov_base, segs[i].iov_len);
+    }
+    return w->rc;
+}
+
+/* the element runs of count x dt at addr, each to w->run (w: walk_init'ed) */
+static int walk_elements(elem_walk_t *w, ompi_datatype_t *dt, int count, uint64_t addr)
+{
+    int rc = walk_segments(dt, count, addr, elem_segs_fn, w);
+    if (OMPI_SUCCESS == rc) {
+        walk_flush(w);
+        rc = w->rc;
+    }
+    return rc;
 }
 
 struct plan_segs {
     ompi_osc_nbe_op_t *op;
     size_t *cap, chunk;
     uint64_t off;
-    bool elementwise;
-    elem_walk_t w;
 };
 
 static int plan_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t size)
@@ -694,14 +742,9 @@ static int plan_segs_fn(void *ctx, const struct iovec *segs, uint32_t n, size_t 
     int rc = OMPI_SUCCESS;
     (void) size;
     for (uint32_t i = 0; i < n && OMPI_SUCCESS == rc; ++i) {
-        uint64_t addr = (uint64_t) (uintptr_t) segs[i].iov_base;
-        if (ps->elementwise) {
-            walk_piece(&ps->w, addr, segs[i].iov_len);
-            rc = ps->w.rc;
-        } else {
-            rc = plan_add(ps->op, ps->cap, addr, ps->off, segs[i].iov_len, ps->chunk);
-            ps->off += segs[i].iov_len;
-        }
+        rc = plan_add(ps->op, ps->cap, (uint64_t) (uintptr_t) segs[i].iov_base, ps->off,
+                      segs[i].iov_len, ps->chunk);
+        ps->off += segs[i].iov_len;
     }
     return rc;
 }
@@ -721,21 +764,13 @@ static int plan_target(ompi_osc_nbe_op_t *op, bool elementwise, size_t chunk)
         return plan_add(op, &cap, op->target_addr + (uint64_t) op->target_dt->super.true_lb, 0,
                         dt_bytes(op->target_dt, op->target_count), chunk);
     }
-    struct plan_segs ps = { .op = op, .cap = &cap, .chunk = chunk, .off = 0,
-                            .elementwise = elementwise,
-                            .w = { .op = op, .cap = &cap, .chunk = chunk, .rc = OMPI_SUCCESS } };
     if (elementwise) {
-        ptrdiff_t lb, ext;
-        ompi_datatype_type_size(op->elem_dt, &ps.w.esize);
-        ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
-        ps.w.ext = (size_t) ext;
+        elem_walk_t w = { .run = plan_run, .op = op, .cap = &cap, .chunk = chunk };
+        walk_init(&w, op->elem_dt);
+        return walk_elements(&w, op->target_dt, op->target_count, op->target_addr);
     }
-    int rc = walk_target_segments(op, plan_segs_fn, &ps);
-    if (elementwise && OMPI_SUCCESS == rc) {
-        walk_flush(&ps.w);
-        rc = ps.w.rc;
-    }
-    return rc;
+    struct plan_segs ps = { .op = op, .cap = &cap, .chunk = chunk, .off = 0 };
+    return walk_target_segments(op, plan_segs_fn, &ps);
 }
 
 static int stage_put(ompi_osc_nbe_op_t *op)
@@ -833,6 +868,37 @@ static bool copy_contig(void *dst, int dcount, ompi_datatype_t *ddt, const void 
     return true;
 }
 
+/* op's origin reduced into its target datatype at mem, element by element
+ * (ompi_osc_base_sndrcv_op reduces each raw segment as whole elements, and
+ * skipped MPI_SHORT_INT, whose pieces are smaller than one) */
+static void reduce_into(ompi_osc_nbe_op_t *op, void *mem)
+{
+    if (ompi_datatype_is_predefined(op->origin_dt) && op->origin_dt == op->target_dt) {
+        ompi_op_reduce(op->op, (void *) op->origin_addr, mem, op->origin_count, op->origin_dt);
+        return;
+    }
+    ompi_datatype_t *elem = ompi_datatype_get_single_predefined_type_from_args(op->target_dt);
+    if (OPAL_UNLIKELY(NULL == elem)) return;   /* the MPI layer refuses these (MPI_ERR_OP) */
+    elem_walk_t w = { .run = reduce_run, .mop = op->op };
+    walk_init(&w, elem);
+    size_t n = dt_bytes(op->target_dt, op->target_count) / w.esize;
+    char *staged = NULL;
+    if (op->origin_dt == elem) {
+        w.src = op->origin_addr;
+    } else {
+        staged = malloc(n ? n * w.ext : 1);
+        if (NULL == staged) {
+            opal_output(0, "osc/nbe: no memory to apply an accumulate; it is dropped");
+            note_remote_error(op->module, OMPI_ERR_OUT_OF_RESOURCE);
+            return;
+        }
+        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, staged, (int) n, elem);
+        w.src = staged;
+    }
+    (void) walk_elements(&w, op->target_dt, op->target_count, (uint64_t) (uintptr_t) mem);
+    free(staged);
+}
+
 /* an accumulate, fetching accumulate or compare-and-swap applied to mem
  * (the target's memory, or a copy of it read by CMA), the fetched values
  * first; returns whether mem changed */
@@ -854,8 +920,7 @@ static bool apply_acc_op(ompi_osc_nbe_op_t *op, void *mem)
         ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, mem,
                              op->target_count, op->target_dt);
     } else {
-        ompi_osc_base_sndrcv_op(op->origin_addr, op->origin_count, op->origin_dt, mem,
-                                op->target_count, op->target_dt, op->op);
+        reduce_into(op, mem);
     }
     return true;
 }
