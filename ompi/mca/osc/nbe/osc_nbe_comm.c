@@ -825,6 +825,25 @@ static int acc_elem(ompi_osc_nbe_op_t *op)
     return OMPI_SUCCESS;
 }
 
+/* an accumulate's origin in the staging layout of n elements of elem:
+ * the origin buffer itself where it has that type, else a converted copy,
+ * *alloc (the caller frees it) */
+static int origin_as_elems(ompi_osc_nbe_op_t *op, ompi_datatype_t *elem, size_t n, char **stream,
+                           char **alloc)
+{
+    ptrdiff_t lb, ext;
+    *alloc = NULL;
+    if (op->origin_dt == elem) {
+        *stream = (char *) op->origin_addr;
+        return OMPI_SUCCESS;
+    }
+    ompi_datatype_get_extent(elem, &lb, &ext);
+    *stream = *alloc = malloc(n ? n * (size_t) ext : 1);
+    if (NULL == *alloc) return OMPI_ERR_OUT_OF_RESOURCE;
+    ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, *alloc, (int32_t) n, elem);
+    return OMPI_SUCCESS;
+}
+
 static int stage_acc(ompi_osc_nbe_op_t *op)
 {
     ptrdiff_t lb, ext;
@@ -833,14 +852,8 @@ static int stage_acc(ompi_osc_nbe_op_t *op)
     ompi_datatype_get_extent(op->elem_dt, &lb, &ext);
     op->nbytes = (size_t) ext * op->elem_n;
     if (&ompi_mpi_op_no_op.op != op->op) {
-        if (op->origin_dt == op->elem_dt) {
-            op->stream = (char *) op->origin_addr;
-        } else {
-            op->stream = op->stream_alloc = malloc(op->nbytes ? op->nbytes : 1);
-            if (NULL == op->stream) return OMPI_ERR_OUT_OF_RESOURCE;
-            ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, op->stream,
-                                 (int32_t) op->elem_n, op->elem_dt);
-        }
+        rc = origin_as_elems(op, op->elem_dt, op->elem_n, &op->stream, &op->stream_alloc);
+        if (OMPI_SUCCESS != rc) return rc;
     }
     if (NBE_OP_GACC == op->type) {
         /* (pair types: the reply carries padding, which stays out of the
@@ -882,19 +895,13 @@ static void reduce_into(ompi_osc_nbe_op_t *op, void *mem)
     elem_walk_t w = { .run = reduce_run, .mop = op->op };
     walk_init(&w, elem);
     size_t n = dt_bytes(op->target_dt, op->target_count) / w.esize;
-    char *staged = NULL;
-    if (op->origin_dt == elem) {
-        w.src = op->origin_addr;
-    } else {
-        staged = malloc(n ? n * w.ext : 1);
-        if (NULL == staged) {
-            opal_output(0, "osc/nbe: no memory to apply an accumulate; it is dropped");
-            note_remote_error(op->module, OMPI_ERR_OUT_OF_RESOURCE);
-            return;
-        }
-        ompi_datatype_sndrcv(op->origin_addr, op->origin_count, op->origin_dt, staged, (int) n, elem);
-        w.src = staged;
+    char *src, *staged;
+    if (OMPI_SUCCESS != origin_as_elems(op, elem, n, &src, &staged)) {
+        opal_output(0, "osc/nbe: no memory to apply an accumulate; it is dropped");
+        note_remote_error(op->module, OMPI_ERR_OUT_OF_RESOURCE);
+        return;
     }
+    w.src = src;
     (void) walk_elements(&w, op->target_dt, op->target_count, (uint64_t) (uintptr_t) mem);
     free(staged);
 }
