@@ -128,15 +128,33 @@ static inline bool mdq_copy_ourselves(bool contig, size_t size)
     return contig && size >= OMPI_SCALE_COPY_GUARD_MIN && ompi_scale_copy_user_slow();
 }
 
+/* An eager message the BTL queued has left: its request may complete. */
+static void mdq_eager_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                           mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl;
+    (void) ep;
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        mca_pml_mdq_fatal(status, "a BTL lost a message");
+    }
+    mca_pml_mdq_send_request_event_done((mca_pml_mdq_send_request_t *) des->des_cbdata);
+}
+
 /* Header and payload copied into one descriptor from btl_alloc and sent:
  * the data is out of the user's buffer when this returns. The payload
  * comes from conv (packed; a contiguous one is copied straight from its
- * current position) or, when conv is NULL, from data (contiguous). */
+ * current position) or, when conv is NULL, from data (contiguous).
+ * With an owner, the request also waits until the BTL has really sent the
+ * descriptor: a BTL may only queue it (tcp before its connection is up),
+ * and nothing would push it out if the process next blocks outside MPI's
+ * progress (MPI_Comm_disconnect's fence on a spawned job's communicator). */
 static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
-                           opal_convertor_t *conv, const void *data, size_t size, uint8_t tag)
+                           opal_convertor_t *conv, const void *data, size_t size, uint8_t tag,
+                           mca_pml_mdq_send_request_t *owner)
 {
     mca_btl_base_module_t *btl = bml_btl->btl;
     mca_btl_base_descriptor_t *des;
+    uint32_t flags = MDQ_SEND_FLAGS | (NULL != owner ? MCA_BTL_DES_SEND_ALWAYS_CALLBACK : 0);
     unsigned char *dst;
     int rc;
 
@@ -147,7 +165,7 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         conv = NULL;
     }
 
-    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, MDQ_SEND_FLAGS);
+    des = btl->btl_alloc(btl, bml_btl->btl_endpoint, MCA_BTL_NO_ORDER, hsize + size, flags);
     if (OPAL_UNLIKELY(NULL == des)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -162,11 +180,20 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         ompi_scale_copy(dst + hsize, data, size);
     }
     des->des_segments[0].seg_len = hsize + size;
-    des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
+    if (NULL != owner) {
+        des->des_cbfunc = mdq_eager_sent;
+        des->des_cbdata = owner;
+        OPAL_THREAD_ADD_FETCH32(&owner->events, 1);
+    } else {
+        des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
+    }
     MDQ_VERBOSE(20, "pml:mdq: %zu bytes (tag %u) copied into a descriptor", hsize + size,
                 (unsigned) tag);
     rc = mca_bml_base_send(bml_btl, des, tag);
     if (OPAL_UNLIKELY(rc < 0)) {
+        if (NULL != owner) {
+            OPAL_THREAD_ADD_FETCH32(&owner->events, -1);
+        }
         mca_bml_base_free(bml_btl, des);
     }
     return mca_pml_mdq_send_rc(rc, "a BTL refused a message");
@@ -205,7 +232,7 @@ static int mdq_send_eager(mca_pml_mdq_send_request_t *sendreq)
         }
     }
 
-    rc = mdq_send_copied(bml_btl, &hdr, hsize, conv, NULL, size, sendreq->protocol);
+    rc = mdq_send_copied(bml_btl, &hdr, hsize, conv, NULL, size, sendreq->protocol, sendreq);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         if (size > 0) {
             mdq_rewind(conv, 0);
@@ -275,7 +302,7 @@ static int mdq_send_rts(mca_pml_mdq_send_request_t *sendreq)
             return OMPI_SUCCESS;
         }
     }
-    return mdq_send_copied(bml_btl, &hdr, hsize, NULL, NULL, 0, MDQ_TAG_RTS);
+    return mdq_send_copied(bml_btl, &hdr, hsize, NULL, NULL, 0, MDQ_TAG_RTS, NULL);
 }
 
 static void mdq_frag_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
@@ -876,11 +903,11 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr.m) + size, 0,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-            rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto);
+            rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto, NULL);
         }
     } else if (mdq_copy_ourselves(true, size)
                && OMPI_SUCCESS == (rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size,
-                                                        proto))) {
+                                                        proto, NULL))) {
         /* sent (else the BTL's own copy below: vader with XPMEM, for
          * one, has no large buffers for btl_alloc) */
     } else {
@@ -891,7 +918,7 @@ static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datat
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, proto, NULL);
         OBJ_DESTRUCT(&conv);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-            rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size, proto);
+            rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size, proto, NULL);
         }
     }
     if (OPAL_LIKELY(OPAL_SUCCESS == rc)) {
