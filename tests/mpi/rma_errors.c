@@ -5,6 +5,13 @@
  */
 #include "pt2pt_common.h"
 
+/* a user-defined op: RMA takes predefined ones only */
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void) dt;
+    for (int i = 0; i < *len; i++) ((int *) inout)[i] += ((int *) in)[i];
+}
+
 static int handler_calls;
 static void count_handler(MPI_Win *win, int *code, ...)
 {
@@ -56,6 +63,26 @@ int main(int argc, char **argv)
         MPI_Request r;
         expect_class(MPI_Rput(buf, 1, MPI_INT, MPI_PROC_NULL, 0, 1, MPI_INT, win, &r), MPI_SUCCESS, "rput to PROC_NULL");
         expect_class(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS, "wait rput to PROC_NULL");
+    }
+    {
+        /* Open MPI's MPI_Fetch_and_op passes any op and type on: a user
+         * op's index named another op, or none (SIGSEGV), at the target */
+        int one = 1, old = 0, cmp = 0;
+        MPI_Op uop;
+        MPI_Datatype dup;
+        MPI_Op_create(user_sum, 1, &uop);
+        MPI_Type_contiguous(1, MPI_INT, &dup);
+        MPI_Type_commit(&dup);
+        expect_class(MPI_Fetch_and_op(&one, &old, MPI_INT, right, 0, uop, win), MPI_ERR_OP,
+                     "fetch_and_op with a user op");
+        expect_class(MPI_Fetch_and_op(&one, &old, MPI_INT, right, 0, MPI_OP_NULL, win), MPI_ERR_OP,
+                     "fetch_and_op with MPI_OP_NULL");
+        expect_class(MPI_Fetch_and_op(&one, &old, dup, right, 0, MPI_SUM, win), MPI_ERR_TYPE,
+                     "fetch_and_op with a derived type");
+        expect_class(MPI_Compare_and_swap(&one, &cmp, &old, dup, right, 0, win), MPI_ERR_TYPE,
+                     "compare_and_swap with a derived type");
+        MPI_Type_free(&dup);
+        MPI_Op_free(&uop);
     }
     expect_class(MPI_Win_unlock(right, win), MPI_SUCCESS, "unlock");
 

@@ -1781,6 +1781,11 @@ static int do_acc(int type, const void *origin_addr, int origin_count, ompi_data
 {
     ompi_datatype_t *made_target = NULL, *made_result = NULL;
     poll_now_and_then(ompi_osc_nbe_module(win));
+    /* RMA takes predefined ops only. Open MPI's MPI_Fetch_and_op does not
+     * check: a user op's index means another op, or none, at the target. */
+    if (OPAL_UNLIKELY(&ompi_mpi_op_null.op == mpi_op || !ompi_op_is_intrinsic(mpi_op))) {
+        return MPI_ERR_OP;
+    }
     /* the origin's data goes to the target, the target's old data to the
      * result buffer */
     int rc = &ompi_mpi_op_no_op.op == mpi_op
@@ -1880,6 +1885,9 @@ int ompi_osc_nbe_fetch_and_op(const void *origin_addr, void *result_addr,
                               struct ompi_datatype_t *dt, int target, ptrdiff_t target_disp,
                               struct ompi_op_t *op, struct ompi_win_t *win)
 {
+    /* predefined types only (MPI-3.1 11.3.4); Open MPI's MPI layer lets
+     * derived ones through */
+    if (OPAL_UNLIKELY(!ompi_datatype_is_predefined(dt))) return MPI_ERR_TYPE;
     return do_acc(NBE_OP_GACC, origin_addr, 1, dt, result_addr, 1, dt, target, target_disp, 1, dt,
                   op, win, NULL);
 }
@@ -1892,6 +1900,7 @@ int ompi_osc_nbe_compare_and_swap(const void *origin_addr, const void *compare_a
     uint64_t addr;
     size_t sz = dt_bytes(dt, 1);
     poll_now_and_then(module);
+    if (OPAL_UNLIKELY(!ompi_datatype_is_predefined(dt))) return MPI_ERR_TYPE; /* as fetch_and_op */
     if (MPI_PROC_NULL == target) return OMPI_SUCCESS;
     int rc = nbe_check_access(module->engine, target);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
