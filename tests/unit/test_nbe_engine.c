@@ -1498,6 +1498,61 @@ START_TEST(idle_fence_then_lock)
 }
 END_TEST
 
+/* nbe_fence_unapplied: after a fence epoch that sent target counted
+ * messages, the origin does not know them applied (its fence returns once
+ * they left) until the target grants a later fence epoch, acknowledges a
+ * counted message sent after them, or the glue reports the target's
+ * completed fence (nbe_fence_applied). Until then passive operations must
+ * not reach the target by RDMA. */
+START_TEST(fence_unapplied_until_confirmed)
+{
+    sim_init(2, 0);
+    nbe_req_t *r[2], *u;
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 0);
+    put(0, 1, 1, 10, NBE_OK);   /* a counted message of fence epoch 1 */
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 1);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[1], 0), 0);   /* it sent nothing */
+    /* the target's published completion confirms it */
+    ck_assert_uint_eq(nbe_fence_completed(S.e[1]), 1);
+    nbe_fence_applied(S.e[0], 1, 0);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 1);
+    nbe_fence_applied(S.e[0], 1, nbe_fence_completed(S.e[1]));
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 0);
+
+    /* again; now an acknowledged counted message of a lock epoch confirms */
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    put(0, 1, 2, 20, NBE_OK);
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 2);
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, NULL), NBE_OK);
+    put(0, 1, 3, 30, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    wait_req(u);
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 0);
+
+    /* again, closed by a fence that opens the next epoch: its grant confirms */
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    put(0, 1, 4, 40, NBE_OK);
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], 0, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    run_until_quiet();
+    ck_assert_uint_eq(nbe_fence_unapplied(S.e[0], 1), 0);
+    for (int p = 0; p < 2; ++p) nbe_ifence(S.e[p], NBE_MODE_NOSUCCEED, &r[p]);
+    for (int p = 0; p < 2; ++p) wait_req(r[p]);
+    ck_assert_int_eq(S.mem[1][1], 10);
+    ck_assert_int_eq(S.mem[1][3], 30);
+    ck_assert_int_eq(S.mem[1][4], 40);
+    sim_fini_idle();
+}
+END_TEST
+
 /* a target whose idle fence epoch was closed implicitly still grants locks,
  * although a third process has not closed that fence epoch yet */
 START_TEST(implicit_fence_close_does_not_block_locks)
@@ -1752,6 +1807,7 @@ static Suite *suite(void)
     tcase_add_test(tc, done_without_memory);
     tcase_add_test(tc, peer_failure_ends_waits);
     tcase_add_test(tc, transport_failure_ends_waits);
+    tcase_add_test(tc, fence_unapplied_until_confirmed);
     suite_add_tcase(s, tc);
     return s;
 }

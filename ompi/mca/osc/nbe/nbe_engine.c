@@ -73,6 +73,7 @@ struct nbe_engine {
      * next one needs no FENCE_GRANT (see fence_granted) */
     uint64_t         fence_clean_id;
     uint64_t         fence_completed_id;  /* the last fence epoch completed here */
+    uint64_t         fence_unapplied_n;   /* traits with fence_unapplied set */
     int              fence_implied;   /* that rule is on */
     /* UNLOCKs sent and UNLOCK_ACKs received (the engine is idle only once
      * every ack came, also for unlocks that did not wait for theirs) */
@@ -625,6 +626,11 @@ static int step_fence(nbe_engine_t *e, nbe_epoch_t *ep)
             if (tr) {
                 n = tr->fence_ops_out;
                 tr->fence_ops_out = 0;
+                if (n) {
+                    if (0 == tr->fence_unapplied) e->fence_unapplied_n++;
+                    tr->fence_unapplied = ep->fence_id;
+                    tr->fence_unapplied_ops = tr->ops_out;
+                }
             }
             send_ctrl(e, r, NBE_CTRL_FENCE_DONE, ep->fence_id, n, 0,
                       ep->fence_sent_clean ? NBE_CTRL_FLAG_CLEAN : 0);
@@ -900,6 +906,45 @@ static int process_watch(nbe_engine_t *e)
     return changed;
 }
 
+static void fence_unapplied_clear(nbe_engine_t *e, nbe_trait_t *tr)
+{
+    if (0 != tr->fence_unapplied) {
+        tr->fence_unapplied = 0;
+        e->fence_unapplied_n--;
+    }
+}
+
+/* target acknowledged ops of our counted messages: applied there. One sent
+ * after a fence's messages arrived after them (one BTL, in order), so those
+ * are applied too. */
+static void note_acked(nbe_engine_t *e, nbe_trait_t *tr, uint64_t ops)
+{
+    if (ops > tr->flush_acked) tr->flush_acked = ops;
+    if (0 != tr->fence_unapplied && tr->flush_acked > tr->fence_unapplied_ops) {
+        fence_unapplied_clear(e, tr);
+    }
+}
+
+uint64_t nbe_fence_unapplied(const nbe_engine_t *e, int target)
+{
+    if (__builtin_expect(0 == e->fence_unapplied_n, 1)) return 0;
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    return NULL == tr ? 0 : tr->fence_unapplied;
+}
+
+void nbe_fence_applied(nbe_engine_t *e, int target, uint64_t completed_id)
+{
+    nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    if (NULL != tr && 0 != tr->fence_unapplied && completed_id >= tr->fence_unapplied) {
+        fence_unapplied_clear(e, tr);
+    }
+}
+
+uint64_t nbe_fence_completed(const nbe_engine_t *e)
+{
+    return e->fence_completed_id;
+}
+
 void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
 {
     if (e->failed) return;
@@ -921,6 +966,11 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
          * after that epoch's FENCE_DONE, which can overtake it; counted, it
          * would grant the epoch three later, which reuses the slot */
         if (m->a > e->fence_completed_id) e->fslot[m->a % 3].grants++;
+        /* the sender activated fence epoch a: it completed the earlier ones */
+        tr = nbe_traits_find(&e->traits, m->src);
+        if (NULL != tr && 0 != tr->fence_unapplied && m->a > tr->fence_unapplied) {
+            fence_unapplied_clear(e, tr);
+        }
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
@@ -969,7 +1019,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
          * does: without it, operations counted before would keep every
          * later NOCHECK epoch to this target sending an UNLOCK and waiting
          * for its ack, although all it does completes at the origin */
-        if (m->b > tr->flush_acked) tr->flush_acked = m->b;
+        note_acked(e, tr, m->b);
         e->unlock_acks++;
         break;
     case NBE_CTRL_FLUSH_REQ:
@@ -982,7 +1032,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
         break;
     case NBE_CTRL_FLUSH_ACK:
         tr = trait(e, m->src);
-        if (m->b > tr->flush_acked) tr->flush_acked = m->b;
+        note_acked(e, tr, m->b);
         break;
     default:
         break;
@@ -1020,7 +1070,7 @@ void nbe_note_remote_ack(nbe_engine_t *e, int target, uint64_t ops)
 {
     nbe_trait_t *tr = trait(e, target);
     e->dirty = 1;
-    if (ops > tr->flush_acked) tr->flush_acked = ops;
+    note_acked(e, tr, ops);
 }
 
 void nbe_op_local_done(nbe_engine_t *e, int target)

@@ -221,6 +221,16 @@ int nbe_rma_ready(nbe_engine_t *eng, int target, int *passive);
  * target was acknowledged (applied there), so that an operation the glue
  * applies itself now cannot pass an earlier one (accumulate ordering) */
 int  nbe_issuing_alone(const nbe_engine_t *eng, int target);
+/* The last fence epoch whose counted messages to target may not be applied
+ * there yet (0: none; see nbe_trait_t.fence_unapplied): until it is, a
+ * passive epoch's operations to target go as counted messages, not by RDMA
+ * or CMA. nbe_fence_applied() tells the engine that target completed fence
+ * epoch completed_id (the glue saw it published); nbe_fence_completed() is
+ * the last fence epoch completed here (all operations to this process of
+ * that and earlier fence epochs applied). */
+uint64_t nbe_fence_unapplied(const nbe_engine_t *eng, int target);
+void     nbe_fence_applied(nbe_engine_t *eng, int target, uint64_t completed_id);
+uint64_t nbe_fence_completed(const nbe_engine_t *eng);
 /* 1 if an operation issued to target is not locally complete or a counted
  * message sent to it is not acknowledged yet: a flush or unlock of it waits
  * for the target (0 for an untouched target; operations still waiting for

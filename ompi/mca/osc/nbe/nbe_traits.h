@@ -54,6 +54,15 @@ typedef struct nbe_trait {
     uint64_t unlock_acked;   /* unlock acks received from rank */
     uint64_t flush_acked;    /* ops count acknowledged by rank's FLUSH_ACK */
     uint64_t flush_sent;     /* largest threshold sent in a FLUSH_REQ */
+    /* the last fence epoch whose counted messages to rank are not known to
+     * be applied there (0: none): a fence returns once its operations left,
+     * and rank applies them before its own fence call returns. Until then a
+     * passive epoch's operation must not reach rank's memory another way
+     * (RDMA, CMA): it would overtake them. Cleared by rank's grant of a
+     * later fence epoch, by an ack of a counted message sent after
+     * (fence_unapplied_ops: ops_out then), or by the glue's own evidence */
+    uint64_t fence_unapplied;
+    uint64_t fence_unapplied_ops;
     /* target side */
     uint64_t grant_seq;      /* exposure (post) grants I gave rank */
     uint64_t lock_grant_seq; /* lock grants I gave rank */

@@ -169,6 +169,7 @@ typedef struct ompi_osc_nbe_module {
     size_t                 shm_len;
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
     volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
+    volatile uint64_t     *shm_fences;     /* per-rank last fence epoch completed, in the segment */
     volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
     unsigned               rma_calls;      /* RMA calls, for polling now and then */
@@ -382,6 +383,12 @@ void ompi_osc_nbe_acc_word_unlock(volatile int32_t *word);
 int  ompi_osc_nbe_shm_win_lock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 void ompi_osc_nbe_shm_win_unlock(ompi_osc_nbe_module_t *module, int target, bool exclusive);
 int  ompi_osc_nbe_shm_barrier(ompi_osc_nbe_module_t *module);
+/* fence epochs completed (osc_nbe_shm.c): published by each process when
+ * its fence call returns; true once target applied every counted message
+ * of our fence epochs, so that a passive epoch may reach its memory by
+ * RDMA or CMA without overtaking them (nbe_fence_unapplied) */
+void ompi_osc_nbe_fence_publish(ompi_osc_nbe_module_t *module);
+bool ompi_osc_nbe_fence_applied(ompi_osc_nbe_module_t *module, int target);
 void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_release_held(ompi_osc_nbe_module_t *module);
 void ompi_osc_nbe_shm_unlock_all(ompi_osc_nbe_module_t *module);

@@ -1064,6 +1064,7 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
 int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                           uint64_t remote, size_t len, bool is_put)
 {
+    if (op->super.passive && !ompi_osc_nbe_fence_applied(module, op->super.target)) return -1;
     mca_bml_base_btl_t *b = rdma_btl_for(module, op->super.target, len, is_put, op->super.passive);
     if (NULL == b) return -1;
     /* a slow single copy: in an active-target epoch active messages (the

@@ -88,12 +88,13 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
 
 /* the tables every segment starts with: the header, one lock and one
  * exposure word per rank, one geometry entry per rank, one presence stamp
- * per rank (osc_nbe_presence.c), one accumulate word per rank; returns
- * their size */
+ * per rank (osc_nbe_presence.c), one completed fence epoch per rank (below),
+ * one accumulate word per rank; returns their size */
 static uint64_t tables_size(int n)
 {
     return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + sizeof(int64_t)) * (uint64_t) n +
-           (sizeof(ompi_osc_nbe_shm_geom_t) + sizeof(uint64_t) + sizeof(int32_t)) * (uint64_t) n;
+           (sizeof(ompi_osc_nbe_shm_geom_t) + 2 * sizeof(uint64_t) + sizeof(int32_t)) *
+               (uint64_t) n;
 }
 
 static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
@@ -103,7 +104,8 @@ static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t siz
     module->shm_expo = (volatile int64_t *) (module->shm_locks + n);
     module->shm_geom = (ompi_osc_nbe_shm_geom_t *) (module->shm_expo + n);
     module->shm_seen = (volatile uint64_t *) (module->shm_geom + n);
-    module->shm_acc_words = (volatile int32_t *) (module->shm_seen + n);
+    module->shm_fences = module->shm_seen + n;
+    module->shm_acc_words = (volatile int32_t *) (module->shm_fences + n);
     if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, ompi_scale_adapt_now_ns());
     /* the others read it only after the creation's closing barrier */
     module->shm_geom[module->rank].off = where;
@@ -302,6 +304,7 @@ void ompi_osc_nbe_shm_release(ompi_osc_nbe_module_t *module)
     module->shm_expo = NULL;
     module->shm_geom = NULL;
     module->shm_seen = NULL;
+    module->shm_fences = NULL;
     module->shm_acc_words = NULL;
     module->shm_rings = NULL;
     free(module->ring_pend);
@@ -453,4 +456,29 @@ int ompi_osc_nbe_shm_poll_ctrl(ompi_osc_nbe_module_t *module)
         count++;
     }
     return count;
+}
+
+/* A fence call returns once this process applied every counted message of
+ * the fence epochs it completed; an origin whose later passive epoch would
+ * reach our memory by RDMA or CMA reads this to know they are in place.
+ * Without the tables (several nodes) it learns it from our grant of the
+ * next fence epoch or an ack of a later counted message (nbe_engine.c). */
+void ompi_osc_nbe_fence_publish(ompi_osc_nbe_module_t *module)
+{
+    if (NULL != module->shm_fences) {
+        __atomic_store_n(&module->shm_fences[module->rank], nbe_fence_completed(module->engine),
+                         __ATOMIC_RELEASE);
+    }
+}
+
+bool ompi_osc_nbe_fence_applied(ompi_osc_nbe_module_t *module, int target)
+{
+    uint64_t f = nbe_fence_unapplied(module->engine, target);
+    if (OPAL_LIKELY(0 == f)) return true;
+    if (NULL != module->shm_fences &&
+        __atomic_load_n(&module->shm_fences[target], __ATOMIC_ACQUIRE) >= f) {
+        nbe_fence_applied(module->engine, target, f);
+        return true;
+    }
+    return false;
 }

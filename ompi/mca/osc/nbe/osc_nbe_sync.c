@@ -242,6 +242,7 @@ int ompi_osc_nbe_fence(int assert, struct ompi_win_t *win)
     int rc = nbe_ifence(module->engine, nbe_assert(assert), &req);
     if (NBE_OK != rc) return ompi_osc_nbe_err(rc);
     rc = finish_req(module, req, -1);
+    if (OMPI_SUCCESS == rc) ompi_osc_nbe_fence_publish(module);
     if (OMPI_SUCCESS == rc && NULL != module->shm_base) {
         /* local fence (engine): the stores of this process are done; the
          * barrier makes everybody's visible before anyone goes on */
