@@ -144,10 +144,13 @@ static void mdq_eager_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpo
  * the data is out of the user's buffer when this returns. The payload
  * comes from conv (packed; a contiguous one is copied straight from its
  * current position) or, when conv is NULL, from data (contiguous).
- * With an owner, the request also waits until the BTL has really sent the
- * descriptor: a BTL may only queue it (tcp before its connection is up),
- * and nothing would push it out if the process next blocks outside MPI's
- * progress (MPI_Comm_disconnect's fence on a spawned job's communicator). */
+ * With an owner, the request also waits for the BTL's completion callback,
+ * as ob1's requests do: a BTL may only queue the descriptor (tcp before its
+ * connection is up), and nothing would push it out if the process next
+ * blocks outside MPI's progress (MPI_Comm_disconnect's fence on a spawned
+ * job's communicator). vader calls back once the receiver has returned the
+ * fragment. Requests take this path where the BTL has no send-immediate
+ * (tcp), where it refused, or where the copy guard chose it. */
 static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
                            opal_convertor_t *conv, const void *data, size_t size, uint8_t tag,
                            mca_pml_mdq_send_request_t *owner)
