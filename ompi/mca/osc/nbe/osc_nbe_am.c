@@ -865,16 +865,21 @@ static mca_bml_base_btl_t *rdma_btl_any(ompi_osc_nbe_module_t *module, int peer,
  * target there (remote-complete: no FIN), else NULL */
 static mca_bml_base_btl_t *away_btl(ompi_osc_nbe_module_t *module, int peer, bool is_put)
 {
-    if (0 == ompi_osc_nbe_rdma_from(is_put, true) || !ompi_osc_nbe_target_away(module, peer)) {
+    if (0 == ompi_osc_nbe_rdma_from(is_put, true) || !ompi_osc_nbe_target_away(module, peer) ||
+        !ompi_osc_nbe_fence_applied(module, peer)) {
         return NULL;
     }
     mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
     return NULL != b && btl_remote_complete(b->btl) ? b : NULL;
 }
 
+/* Every direct way of a passive epoch's operation (the three choosers here)
+ * first asks ompi_osc_nbe_fence_applied: none may overtake the active
+ * messages of our last fence epoch the target may still be applying. */
 static mca_bml_base_btl_t *rdma_btl_for(ompi_osc_nbe_module_t *module, int peer, size_t len,
                                         bool is_put, bool passive)
 {
+    if (passive && !ompi_osc_nbe_fence_applied(module, peer)) return NULL;
     if (rdma_sized(len, is_put, passive)) return rdma_btl_any(module, peer, is_put);
     /* below the threshold of a passive epoch: by RDMA only to a target away
      * from MPI, over a BTL that completes the transfer in the call */
@@ -966,6 +971,7 @@ struct mca_bml_base_btl_t *ompi_osc_nbe_rdma_now_btl(ompi_osc_nbe_module_t *modu
                                                       size_t len, bool is_put, bool passive)
 {
     if (!rdma_sized(len, is_put, passive)) return NULL;
+    if (passive && !ompi_osc_nbe_fence_applied(module, peer)) return NULL;
     if (module->rdma_now_peer != peer || module->rdma_now_put != (int) is_put) {
         /* BML endpoints do not change while the window lives */
         mca_bml_base_btl_t *b = rdma_btl_any(module, peer, is_put);
@@ -1064,7 +1070,6 @@ unsigned ompi_osc_nbe_rdma_from(bool is_put, bool passive)
 int ompi_osc_nbe_try_rdma(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op, void *local,
                           uint64_t remote, size_t len, bool is_put)
 {
-    if (op->super.passive && !ompi_osc_nbe_fence_applied(module, op->super.target)) return -1;
     mca_bml_base_btl_t *b = rdma_btl_for(module, op->super.target, len, is_put, op->super.passive);
     if (NULL == b) return -1;
     /* a slow single copy: in an active-target epoch active messages (the

@@ -1014,7 +1014,6 @@ static int try_cma_datatype(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op
     bool is_put = NBE_OP_PUT == op->type;
     int target = op->super.target;
     if (MPI_WIN_FLAVOR_DYNAMIC == module->flavor) return -1;
-    if (!ompi_osc_nbe_fence_applied(module, target)) return -1;
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, target);
     if (NULL == g || g->pid <= 0) return -1;
     struct mca_bml_base_btl_t *b = ompi_osc_nbe_away_cma_btl(module, target, is_put);
@@ -1091,7 +1090,7 @@ static int try_cma_accumulate(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *
     }
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, target);
     if (NULL == g || g->pid <= 0 || NULL == ompi_osc_nbe_away_cma_btl(module, target, true) ||
-        !nbe_issuing_alone(module->engine, target) || !ompi_osc_nbe_fence_applied(module, target)) {
+        !nbe_issuing_alone(module->engine, target)) {
         return -1;
     }
     size_t per = whole ? count : RMW_MAX / (size_t) ext;
@@ -1549,8 +1548,6 @@ static int try_rdma_now(ompi_osc_nbe_module_t *module, bool is_put, void *origin
         rc = ompi_osc_nbe_err(rc);
         goto fail;
     }
-    /* not past our fence's messages the target may still be applying */
-    if (passive && !ompi_osc_nbe_fence_applied(module, target)) return 1;
     struct mca_bml_base_btl_t *b = ompi_osc_nbe_rdma_now_btl(module, target, len, is_put, 0 != passive);
     if (NULL == b) return 1;
     void *local = (char *) origin + origin_dt->super.true_lb;
