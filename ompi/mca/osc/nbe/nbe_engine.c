@@ -967,10 +967,7 @@ void nbe_on_ctrl(nbe_engine_t *e, const nbe_ctrl_t *m)
          * would grant the epoch three later, which reuses the slot */
         if (m->a > e->fence_completed_id) e->fslot[m->a % 3].grants++;
         /* the sender activated fence epoch a: it completed the earlier ones */
-        tr = nbe_traits_find(&e->traits, m->src);
-        if (NULL != tr && 0 != tr->fence_unapplied && m->a > tr->fence_unapplied) {
-            fence_unapplied_clear(e, tr);
-        }
+        nbe_fence_applied(e, m->src, m->a - 1);
         break;
     case NBE_CTRL_DONE:
         tr = trait(e, m->src);
