@@ -1553,6 +1553,46 @@ START_TEST(fence_unapplied_until_confirmed)
 }
 END_TEST
 
+/* the glue took over the only unacknowledged message of a NOCHECK lock
+ * epoch (its target left MPI): the unlock completes without the target, and
+ * the target's late ack changes nothing. Refused for another count, and
+ * while an unlock that releases a lock at the target awaits its ack. */
+START_TEST(take_over_counts_as_ack)
+{
+    sim_init(2, 0);
+    nbe_req_t *u, *l;
+    ck_assert_int_eq(nbe_take_over_possible(S.e[0], 1, 1), 0);   /* untouched */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, NBE_MODE_NOCHECK, NULL), NBE_OK);
+    put(0, 1, 0, 5, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    nbe_progress(S.e[0]);
+    ck_assert(!u->complete);
+    ck_assert_int_eq(nbe_take_over_possible(S.e[0], 1, 2), 0);
+    ck_assert_int_eq(nbe_take_over_possible(S.e[0], 1, 0), 0);
+    ck_assert_int_eq(nbe_take_over_possible(S.e[0], 1, 1), 1);
+    nbe_take_over(S.e[0], 1);
+    nbe_progress(S.e[0]);
+    ck_assert(u->complete);   /* nothing delivered */
+    nbe_req_free(u);
+    ck_assert_int_eq(nbe_awaits_target(S.e[0], 1), 0);
+    ck_assert_int_eq(nbe_engine_idle(S.e[0]), 0);   /* the UNLOCK's ack is still due */
+    run_until_quiet();   /* the target's return: the put (the glue skips it) and the acks */
+    ck_assert_int_eq(nbe_engine_idle(S.e[0]), 1);
+
+    /* a checked lock: its unlock releases the lock at the target */
+    ck_assert_int_eq(nbe_ilock(S.e[0], NBE_LOCK_EXCLUSIVE, 1, 0, &l), NBE_OK);
+    wait_req(l);
+    put(0, 1, 1, 6, NBE_OK);
+    ck_assert_int_eq(nbe_iunlock(S.e[0], 1, &u), NBE_OK);
+    nbe_progress(S.e[0]);
+    ck_assert(!u->complete);
+    ck_assert_int_eq(nbe_take_over_possible(S.e[0], 1, 1), 0);
+    wait_req(u);
+    ck_assert_int_eq(S.mem[1][1], 6);
+    sim_fini_idle();
+}
+END_TEST
+
 /* a target whose idle fence epoch was closed implicitly still grants locks,
  * although a third process has not closed that fence epoch yet */
 START_TEST(implicit_fence_close_does_not_block_locks)
@@ -1808,6 +1848,7 @@ static Suite *suite(void)
     tcase_add_test(tc, peer_failure_ends_waits);
     tcase_add_test(tc, transport_failure_ends_waits);
     tcase_add_test(tc, fence_unapplied_until_confirmed);
+    tcase_add_test(tc, take_over_counts_as_ack);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -940,6 +940,35 @@ void nbe_fence_applied(nbe_engine_t *e, int target, uint64_t completed_id)
     }
 }
 
+/* an unlock of target sent and not acked whose leg needed a grant: the
+ * target's lock manager releases on it */
+static int checked_unlock_pending(const nbe_engine_t *e, int target)
+{
+    for (const nbe_epoch_t *ep = e->head; ep; ep = ep->next) {
+        if (!is_passive(ep->kind)) continue;
+        const nbe_leg_t *l = leg_find((nbe_epoch_t *) ep, target);
+        if (NULL != l && l->closed_sent && !l->finished && 0 != l->id) return 1;
+    }
+    return 0;
+}
+
+int nbe_take_over_possible(const nbe_engine_t *e, int target, uint64_t nops)
+{
+    if (e->failed || 0 == nops) return 0;
+    const nbe_trait_t *tr = nbe_traits_find(&e->traits, target);
+    if (NULL == tr || tr->ops_out - tr->flush_acked != nops || 0 != tr->pending_local) return 0;
+    return !checked_unlock_pending(e, target);
+}
+
+void nbe_take_over(nbe_engine_t *e, int target)
+{
+    nbe_trait_t *tr = trait(e, target);
+    note_acked(e, tr, tr->ops_out);
+    if (tr->unlock_seq > tr->unlock_acked) tr->unlock_acked = tr->unlock_seq;
+    e->dirty = 1;
+    e->gen++;
+}
+
 uint64_t nbe_fence_completed(const nbe_engine_t *e)
 {
     return e->fence_completed_id;

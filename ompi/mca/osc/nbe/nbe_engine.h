@@ -231,6 +231,16 @@ int  nbe_issuing_alone(const nbe_engine_t *eng, int target);
 uint64_t nbe_fence_unapplied(const nbe_engine_t *eng, int target);
 void     nbe_fence_applied(nbe_engine_t *eng, int target, uint64_t completed_id);
 uint64_t nbe_fence_completed(const nbe_engine_t *eng);
+/* Taking over (osc_nbe_claim.c): the glue may itself apply, at target, the
+ * last nops counted messages it sent there, which target has not applied
+ * (it left MPI). nbe_take_over_possible: 1 if exactly those nops are
+ * unacknowledged, nothing issued to target awaits local completion, and
+ * every unlock of target without its ack was NOCHECK (it releases nothing
+ * there). nbe_take_over (only after that said 1): they count as
+ * acknowledged, and so do those unlocks; target's own acks, when it
+ * applies the messages later, change nothing. */
+int  nbe_take_over_possible(const nbe_engine_t *eng, int target, uint64_t nops);
+void nbe_take_over(nbe_engine_t *eng, int target);
 /* 1 if an operation issued to target is not locally complete or a counted
  * message sent to it is not acknowledged yet: a flush or unlock of it waits
  * for the target (0 for an untouched target; operations still waiting for

@@ -102,6 +102,19 @@ typedef struct ompi_osc_nbe_group_cache {
  * OMPI_OSC_NBE_WATCH_AWAY_MAX */
 #define OMPI_OSC_NBE_WATCH_ALL (-2)
 #define OMPI_OSC_NBE_WATCH_AWAY_MAX 4
+/* the last put frame sent, kept while this process may still take it over
+ * from its target (osc_nbe_claim.c): the frame (the packing buffer it left
+ * from, swapped for a spare), the puts it counts, and the generation in
+ * the sender's claim word. peer -1: none. */
+typedef struct ompi_osc_nbe_claim {
+    int      peer;
+    uint64_t seq;    /* generations sent */
+    uint64_t gen;
+    uint64_t nputs;
+    char    *recs;
+    size_t   len, cap;
+} ompi_osc_nbe_claim_t;
+
 typedef struct ompi_osc_nbe_wait_watch {
     int      target;     /* -1: not watched; OMPI_OSC_NBE_WATCH_ALL */
     uint64_t clock;      /* the progress clock last seen */
@@ -170,10 +183,12 @@ typedef struct ompi_osc_nbe_module {
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
     volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
     volatile uint64_t     *shm_fences;     /* per-rank last fence epoch completed, in the segment */
+    volatile uint64_t     *shm_claims;     /* per-rank claim word of a put frame (osc_nbe_claim.c) */
     volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
     unsigned               rma_calls;      /* RMA calls, for polling now and then */
     uint64_t               away_hold_last; /* ns: the latest end of a peer's away hold */
+    ompi_osc_nbe_claim_t   claim;          /* the put frame this process may take over */
     /* request-based gets and get-accumulates of passive epochs waiting for
      * their target's reply; while there are some, the progress function
      * polls req_watch (a wait for such a request is MPI_Wait's loop) */
@@ -280,6 +295,9 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
  * a dynamic window, or no memory to apply it); no data follows, len is the
  * length refused and op_idx the error code (OMPI or MPI) */
 #define NBE_AM_F_REFUSED 0x2
+/* a PUT or PUT_MULTI frame its sender may take over (osc_nbe_claim.c):
+ * cookie holds the generation of the sender's claim word */
+#define NBE_AM_F_CLAIM 0x4
 
 typedef struct nbe_am_hdr {
     uint8_t  type;
@@ -633,6 +651,33 @@ static inline void ompi_osc_nbe_wait_watch_poll(ompi_osc_nbe_wait_watch_t *w,
  * target's reply (req_watch_start), or no longer (req_watch_end) */
 void ompi_osc_nbe_req_watch_start(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
 void ompi_osc_nbe_req_watch_end(ompi_osc_nbe_module_t *module, ompi_osc_nbe_op_t *op);
+
+/* taking over a put frame from a passive target that left MPI before
+ * applying it (osc_nbe_claim.c). Origin: claim_arm before a frame of
+ * passive puts leaves (false: it cannot be taken over; true: hdr carries
+ * the claim), claim_keep once it left, claim_disarm if it did not, claim_sent_other for every
+ * other frame to a peer, claim_try while a wait sees the peer away.
+ * Target: claim_skip before applying a frame flagged NBE_AM_F_CLAIM (true:
+ * its sender applied the puts itself; count them, apply nothing). */
+void ompi_osc_nbe_claim_register_params(const mca_base_component_t *c);
+void ompi_osc_nbe_claim_init(ompi_osc_nbe_module_t *module);
+void ompi_osc_nbe_claim_fini(ompi_osc_nbe_module_t *module);
+bool ompi_osc_nbe_claim_arm(ompi_osc_nbe_module_t *module, int peer, uint64_t nputs,
+                            nbe_am_hdr_t *hdr);
+/* the armed frame (len bytes, header and PUT_MULTI records) left: the
+ * module keeps its buffer, and the caller gets the module's spare one */
+void ompi_osc_nbe_claim_keep(ompi_osc_nbe_module_t *module, char **frame, size_t *cap, size_t len);
+void ompi_osc_nbe_claim_disarm(ompi_osc_nbe_module_t *module, nbe_am_hdr_t *hdr);
+static inline void ompi_osc_nbe_claim_sent_other(ompi_osc_nbe_module_t *module, int peer)
+{
+    /* it is no longer the only unacknowledged frame to that peer */
+    if (OPAL_UNLIKELY(module->claim.peer == peer)) module->claim.peer = -1;
+}
+/* a control message that may follow a frame to be taken over: an UNLOCK
+ * that releases nothing at the target (NOCHECK) or a FLUSH_REQ */
+bool ompi_osc_nbe_claim_ctrl_ok(const nbe_ctrl_t *msg);
+void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer);
+bool ompi_osc_nbe_claim_skip(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr);
 
 /* early frames (osc_nbe_hold.c): hold_early keeps a frame that came before
  * the grant it needs (true: taken); hold_release applies those whose grant

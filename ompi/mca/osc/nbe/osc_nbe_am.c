@@ -70,7 +70,9 @@ static struct {
     int    peer;
     size_t len, cap;                 /* bytes used (header included), bound */
     size_t n;                        /* records (put fragments, control) in it */
+    uint64_t nputs;                  /* put records, each a counted message */
     bool   has_ctrl;                 /* closed by a control message */
+    bool   claimable;                /* its sender may take it over (osc_nbe_claim.c) */
     char  *buf;
 } agg;
 
@@ -124,27 +126,43 @@ static void send_done(struct mca_btl_base_module_t *btl, struct mca_btl_base_end
     ompi_osc_nbe_leave();
 }
 
+/* the frame being sent is the one armed for a take-over: raw_send leaves
+ * the claim in place */
+static bool sending_claimed;
+
 /* send the open frame; OMPI_ERR_OUT_OF_RESOURCE keeps it open */
 static int agg_flush(void)
 {
     if (NULL == agg.module) return OMPI_SUCCESS;
     nbe_am_hdr_t *hdr = (nbe_am_hdr_t *) agg.buf;
+    nbe_am_hdr_t one, *out = hdr;
+    nbe_am_sub_t sub;
     int rc;
     if (1 == agg.n && !agg.has_ctrl) {
         /* a lone put leaves as a plain PUT frame: no packing cost at the target */
-        nbe_am_hdr_t one = *hdr;
-        nbe_am_sub_t sub;
+        one = *hdr;
         memcpy(&sub, agg.buf + sizeof(*hdr), sizeof(sub));
         one.type = NBE_AM_PUT;
         one.addr = sub.addr;
         one.fence_tag = sub.fence_tag;
         one.len = sub.len;
+        out = &one;
+    } else {
+        hdr->len = (uint32_t) (agg.len - sizeof(*hdr));
+    }
+    sending_claimed = agg.claimable && ompi_osc_nbe_claim_arm(agg.module, agg.peer, agg.nputs, out);
+    if (out == &one) {
         rc = raw_send(agg.module, agg.peer, &one, sizeof(one), agg.buf + sizeof(*hdr) + sizeof(sub),
                       sub.len);
     } else {
-        hdr->len = (uint32_t) (agg.len - sizeof(*hdr));
         rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
     }
+    if (sending_claimed && OMPI_SUCCESS != rc) ompi_osc_nbe_claim_disarm(agg.module, out);
+    /* its records stay with the window while it may take the frame over */
+    if (sending_claimed && OMPI_SUCCESS == rc) {
+        ompi_osc_nbe_claim_keep(agg.module, &agg.buf, &agg.cap, agg.len);
+    }
+    sending_claimed = false;
     if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
     /* sent, or lost for good (the window failed) */
     agg.module = NULL;
@@ -166,9 +184,11 @@ static int try_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, si
                     const void *payload, size_t paylen);
 
 /* pack one put fragment; OMPI_ERR_OUT_OF_RESOURCE if the BTL is busy (the
- * fragment is not taken), OMPI_ERR_UNREACH without a BTL to the peer */
+ * fragment is not taken), OMPI_ERR_UNREACH without a BTL to the peer.
+ * claimable: a put of a passive epoch, one counted message, that its
+ * origin may apply itself if the target leaves MPI before it */
 static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *frag,
-                   const void *data)
+                   const void *data, bool claimable)
 {
     size_t need = sizeof(nbe_am_sub_t) + ((frag->len + 7) & ~(size_t) 7);
     if (agg.module && (agg.module != module || agg.peer != peer || agg.len + need > agg.cap)) {
@@ -196,7 +216,9 @@ static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *
         agg.peer = peer;
         agg.len = sizeof(nbe_am_hdr_t);
         agg.n = 0;
+        agg.nputs = 0;
         agg.has_ctrl = false;
+        agg.claimable = true;
     }
     nbe_am_sub_t sub = { .addr = frag->addr, .fence_tag = frag->fence_tag, .len = frag->len,
                          .kind = NBE_SUB_PUT };
@@ -205,6 +227,8 @@ static int agg_add(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t *
     ((nbe_am_hdr_t *) agg.buf)->flags |= frag->flags;
     agg.len += need;
     agg.n++;
+    agg.nputs++;
+    agg.claimable &= claimable;
     pv_packed++;
     if (agg.len + sizeof(nbe_am_sub_t) + 8 > agg.cap) (void) agg_flush();
     return OMPI_SUCCESS;
@@ -224,6 +248,7 @@ static bool agg_close_with_ctrl(ompi_osc_nbe_module_t *module, int peer, const n
     agg.len += need;
     agg.n++;
     agg.has_ctrl = true;
+    agg.claimable &= ompi_osc_nbe_claim_ctrl_ok(msg);
     /* busy: the frame stays open, still ahead of every later frame */
     (void) agg_flush();
     return true;
@@ -244,7 +269,7 @@ static int put_small(ompi_osc_nbe_module_t *module, int peer, const nbe_am_hdr_t
 {
     if ((agg.module == module && agg.peer == peer) ||
         (NULL == agg.module && burst_module == module && burst_peer == peer)) {
-        return agg_add(module, peer, frag, data);
+        return agg_add(module, peer, frag, data, false);
     }
     int rc = try_send(module, peer, frag, sizeof(*frag), data, frag->len);
     if (OMPI_SUCCESS != rc) return rc;
@@ -409,9 +434,28 @@ static int test_send_broken(const ompi_osc_nbe_module_t *module)
     return c->test_break_late && module->rank == c->test_break_a ? OMPI_SUCCESS : OMPI_ERR_UNREACH;
 }
 
+/* a control frame that a take-over answers too (a queued frame is all header) */
+static bool keeps_claim(const void *hdr, size_t hdrlen, const void *payload, size_t paylen)
+{
+    nbe_ctrl_t msg;
+    if (NBE_AM_CTRL != ((const nbe_am_hdr_t *) hdr)->type) return false;
+    if (paylen >= sizeof(msg)) {
+        memcpy(&msg, payload, sizeof(msg));
+    } else if (hdrlen >= sizeof(nbe_am_hdr_t) + sizeof(msg)) {
+        memcpy(&msg, (const char *) hdr + sizeof(nbe_am_hdr_t), sizeof(msg));
+    } else {
+        return false;
+    }
+    return ompi_osc_nbe_claim_ctrl_ok(&msg);
+}
+
 static int raw_send(ompi_osc_nbe_module_t *module, int peer, const void *hdr, size_t hdrlen,
                     const void *payload, size_t paylen)
 {
+    if (OPAL_UNLIKELY(module->claim.peer == peer) && !sending_claimed &&
+        !keeps_claim(hdr, hdrlen, payload, paylen)) {
+        ompi_osc_nbe_claim_sent_other(module, peer);
+    }
     int rc = OPAL_UNLIKELY(test_link_broken(module, peer))
                  ? test_send_broken(module)
                  : btl_send(module, peer, hdr, hdrlen, payload, paylen);
@@ -453,7 +497,9 @@ int ompi_osc_nbe_put_now(ompi_osc_nbe_module_t *module, int peer, uint64_t addr,
     if (0 != rdma_from && len >= rdma_from) return OMPI_ERR_OUT_OF_RESOURCE;
     /* a passive target away from MPI: the general path moves it by RDMA */
     if (passive && NULL != away_btl(module, peer, true)) return OMPI_ERR_OUT_OF_RESOURCE;
-    if (len <= agg_item_max()) return agg_add(module, peer, &hdr, data);
+    if (len <= agg_item_max()) {
+        return agg_add(module, peer, &hdr, data, passive && !(hdr.flags & NBE_AM_F_EARLY));
+    }
     /* within one fragment: one frame now, behind the open packed frame */
     if (len > ompi_osc_nbe_max_payload(module, peer)) return OMPI_ERR_OUT_OF_RESOURCE;
     return try_send(module, peer, &hdr, sizeof(hdr), data, len);

@@ -415,6 +415,14 @@ static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec
     nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
 }
 
+/* a put its origin applied itself (osc_nbe_claim.c): only counted */
+static void count_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
+{
+    struct put_target *t = ctx;
+    (void) rec; (void) reclen;
+    nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
+}
+
 void ompi_osc_nbe_apply_frame(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr,
                               const char *payload, size_t paylen)
 {
@@ -474,7 +482,9 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
          * control message that may close the frame */
     {
         struct put_target t = { module, hdr->src, false };
-        if (!ompi_osc_nbe_multi_each(module, payload, paylen, apply_put_record, &t)) {
+        bool taken = (hdr->flags & NBE_AM_F_CLAIM) && ompi_osc_nbe_claim_skip(module, hdr);
+        if (!ompi_osc_nbe_multi_each(module, payload, paylen,
+                                     taken ? count_put_record : apply_put_record, &t)) {
             opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
         }
     }
@@ -507,7 +517,9 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
 
     switch (hdr->type) {
     case NBE_AM_PUT:
-        ompi_scale_copy(addr, payload, paylen);
+        if (!(hdr->flags & NBE_AM_F_CLAIM) || !ompi_osc_nbe_claim_skip(module, hdr)) {
+            ompi_scale_copy(addr, payload, paylen);
+        }
         break;
     case NBE_AM_GET:
     case NBE_AM_GACC: {

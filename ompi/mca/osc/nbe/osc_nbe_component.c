@@ -324,6 +324,7 @@ static int component_register(void)
 
     ompi_osc_nbe_am_register_params(c);
     ompi_osc_nbe_hold_register_params(c);
+    ompi_osc_nbe_claim_register_params(c);
     ompi_osc_nbe_shm_register_params(c);
     ompi_osc_nbe_cma_register_params(c);
     ompi_osc_nbe_adapt_register_params(c);
@@ -510,6 +511,7 @@ static void module_release(ompi_osc_nbe_module_t *module)
     OBJ_DESTRUCT(&module->outq);
     ompi_osc_nbe_free_abandoned(module);
     ompi_osc_nbe_hold_fini(module);
+    ompi_osc_nbe_claim_fini(module);
     OBJ_DESTRUCT(&module->list_item);
     OBJ_DESTRUCT(&module->creating_item);
     ompi_osc_nbe_release_window_id(module);
@@ -546,6 +548,7 @@ static int component_select(struct ompi_win_t *win, void **base, size_t size, in
                                                           : module_template;
     OBJ_CONSTRUCT(&module->outq, opal_list_t);
     ompi_osc_nbe_hold_init(module);
+    ompi_osc_nbe_claim_init(module);
     OBJ_CONSTRUCT(&module->list_item, opal_list_item_t);
     OBJ_CONSTRUCT(&module->creating_item, opal_list_item_t);
     module->win = win;

@@ -218,6 +218,7 @@ static void look_at_all(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *mod
     for (int r = 0; r < module->size && w->naway < OMPI_OSC_NBE_WATCH_AWAY_MAX; ++r) {
         if (r == module->rank || !nbe_awaits_target(module->engine, r)) continue;
         if (!stale(now, __atomic_load_n(&module->shm_seen[r], __ATOMIC_RELAXED))) continue;
+        ompi_osc_nbe_claim_try(module, r);
         bool known = false;
         for (int i = 0; i < w->naway; ++i) known |= w->away[i] == r;
         if (!known) w->away[w->naway++] = r;
@@ -238,8 +239,10 @@ void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nb
     w->next_look = now + WAIT_LOOK_NS;
     if (OMPI_OSC_NBE_WATCH_ALL == w->target) {
         look_at_all(w, module, now);
-    } else if (!w->saw_away) {
-        w->saw_away = stale(now, __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED));
+    } else if (stale(now, __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED))) {
+        w->saw_away = true;
+        /* a frame it left behind unapplied: take it over */
+        ompi_osc_nbe_claim_try(module, w->target);
     }
 }
 
