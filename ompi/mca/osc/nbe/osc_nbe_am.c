@@ -1240,7 +1240,10 @@ int ompi_osc_nbe_am_register(void)
 {
     int tag = mca_osc_nbe_component.btl_tag;
     if (mca_osc_nbe_component.am_registered) return OMPI_SUCCESS;
-    if (tag <= 0 || tag >= MCA_BTL_TAG_MAX) return OMPI_ERR_BAD_PARAM;
+    if (tag <= 0 || tag >= MCA_BTL_TAG_MAX) {
+        opal_show_help("help-osc-nbe.txt", "bad-tag", true, tag, MCA_BTL_TAG_MAX - 1);
+        return OMPI_ERR_BAD_PARAM;
+    }
     if (NULL != mca_btl_base_active_message_trigger[tag].cbfunc) {
         opal_show_help("help-osc-nbe.txt", "tag-in-use", true, tag);
         return OMPI_ERR_NOT_AVAILABLE;

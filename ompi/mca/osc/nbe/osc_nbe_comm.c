@@ -1324,10 +1324,12 @@ static ompi_osc_nbe_request_t *new_request(ompi_osc_nbe_module_t *module)
     return req;
 }
 
-/* bounded buffering: wait for progress while too many ops are in flight */
+/* bounded buffering: wait for progress while too many ops are in flight
+ * (osc_nbe_buffered_ops_limit; 0: no bound) */
 static void throttle(ompi_osc_nbe_module_t *module)
 {
-    while (nbe_engine_buffered(module->engine) >= mca_osc_nbe_component.buffered_ops_limit &&
+    unsigned limit = mca_osc_nbe_component.buffered_ops_limit;
+    while (0 != limit && nbe_engine_buffered(module->engine) >= limit &&
            !nbe_engine_failed(module->engine)) {
         ompi_osc_nbe_progress();
     }

@@ -204,7 +204,7 @@ static int component_register(void)
     ompi_osc_nbe_register_uint(c, "buffered_ops_limit",
         "Maximum number of RMA operations a window buffers (recorded in a deferred or ungranted "
         "epoch, or issued but not yet locally complete). Past it the issuing call drives progress "
-        "until the count drops. Epochs themselves have no operation cap",
+        "until the count drops (0: no bound). Epochs themselves have no operation cap",
         OPAL_INFO_LVL_5, 4096, &mca_osc_nbe_component.buffered_ops_limit);
 
     ompi_osc_nbe_register_uint(c, "max_frag_size",

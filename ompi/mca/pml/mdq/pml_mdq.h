@@ -45,6 +45,8 @@ enum {
 
 /* most large-fragment buffers kept for reuse (one BTL piece each) */
 #define MDQ_BIG_BUFFERS_MAX 16
+/* smallest medium piece: a whole element of any predefined type (pml_mdq_medium_piece_size) */
+#define MDQ_MEDIUM_PIECE_MIN 64
 
 /* counters exported as MPI_T pvars */
 typedef struct mca_pml_mdq_counters {

@@ -109,6 +109,12 @@ static int mdq_stat_get(const struct mca_base_pvar_t *pvar, void *value, void *o
     mca_pml_mdq_comm_t *mc;
     (void) obj;
 
+    /* MPI_T may read before MPI_Init (or with another PML): no queues yet */
+    if (!mca_pml_mdq.enabled) {
+        *(unsigned long long *) value = 0;
+        return OPAL_SUCCESS;
+    }
+
     OPAL_THREAD_LOCK(&mca_pml_mdq.comms_lock);
     OPAL_LIST_FOREACH (mc, &mca_pml_mdq.comms, mca_pml_mdq_comm_t) {
         const mdq_match_stats_t *st = mdq_match_queue_stats(mc->queue);
@@ -203,8 +209,8 @@ static int mca_pml_mdq_component_register(void)
                      "vader's default of 4096 holds 42 messages of 64 B or 7 of 512 B: a burst of "
                      "small sends beyond that goes through vader's slower FIFO. vader allocates a "
                      "box for each of up to btl_vader_fbox_max (32) peers it sends to often, in "
-                     "its shared segment. Rounded up to 32 bytes, at most 64 KiB; 0: leave "
-                     "vader's setting",
+                     "its shared segment. Rounded up to 32 bytes, at least 256 (a box too small "
+                     "for one message stalls vader), at most 64 KiB; 0: leave vader's setting",
                      OPAL_INFO_LVL_5, &mca_pml_mdq.vader_fbox_size);
 
     /* 3.5 comes from the matching bench (docs/bench-match.md); the seed
@@ -258,7 +264,9 @@ static int mca_pml_mdq_component_register(void)
                      "send size takes, so that with the default pml_mdq_medium_limit every medium "
                      "message is one piece). A receive posted when the first of several pieces "
                      "arrives takes each piece straight into its buffer; others are assembled. "
-                     "Pieces of 2-4 KiB were slower at 8-16 KiB on vader (docs/bench-pt2pt.md)",
+                     "At least 64 (smaller values are raised: a piece must hold a whole element "
+                     "of any predefined type). Pieces of 2-4 KiB were slower at 8-16 KiB on vader "
+                     "(docs/bench-pt2pt.md)",
                      OPAL_INFO_LVL_9, &mca_pml_mdq.medium_piece);
 
     mca_pml_mdq.adaptive_copy = MDQ_ADAPTIVE_AUTO;
@@ -405,6 +413,8 @@ static bool mdq_asked_for(void)
  * they get, so it must be rounded here too. */
 #define MDQ_VADER_FBOX_ALIGN 32
 #define MDQ_VADER_FBOX_MAX   (64 * 1024)
+/* vader stalls with a box that holds no message (32 B hangs stock ob1 too) */
+#define MDQ_VADER_FBOX_MIN   256
 static void mdq_tune_vader(void)
 {
     int idx = -1;
@@ -417,6 +427,7 @@ static void mdq_tune_vader(void)
     }
     unsigned int size = (unsigned int) mca_pml_mdq.vader_fbox_size;
     if (size > MDQ_VADER_FBOX_MAX) size = MDQ_VADER_FBOX_MAX;
+    if (size < MDQ_VADER_FBOX_MIN) size = MDQ_VADER_FBOX_MIN;
     size = (size + MDQ_VADER_FBOX_ALIGN - 1) & ~(unsigned int) (MDQ_VADER_FBOX_ALIGN - 1);
     if (OPAL_SUCCESS == mca_base_var_set_value(idx, &size, sizeof(size), MCA_BASE_VAR_SOURCE_SET,
                                                NULL)) {
@@ -430,13 +441,19 @@ static mca_pml_base_module_t *mca_pml_mdq_component_init(int *priority, bool ena
     mca_btl_base_selected_module_t *sm;
 
     *priority = mca_pml_mdq.priority;
-    if (mca_pml_mdq.match_adjust < 1.0) {
+    if (!(mca_pml_mdq.match_adjust >= 1.0)) {   /* NaN too */
         (void) ompi_scale_help_init();
         opal_show_help("help-mpi-pml-mdq.txt", "bad-cutoff-adjust", true,
                        mca_pml_mdq.match_adjust);
         return NULL;
     }
     mdq_tune_vader();
+    /* the convertor packs whole elements of predefined types (up to 32 B):
+     * a smaller piece of a non-contiguous message would never fill */
+    if (mca_pml_mdq.medium_piece < 0) mca_pml_mdq.medium_piece = 0;
+    if (mca_pml_mdq.medium_piece > 0 && mca_pml_mdq.medium_piece < MDQ_MEDIUM_PIECE_MIN) {
+        mca_pml_mdq.medium_piece = MDQ_MEDIUM_PIECE_MIN;
+    }
     if (OMPI_SUCCESS != mca_bml_base_init(enable_progress_threads, enable_mpi_threads)) {
         return NULL;
     }
