@@ -13,10 +13,13 @@
  *    take-over held the target away, so the put goes by CMA at once. (On
  *    a loaded machine rank 1 may come after the 100 ms: its put then goes
  *    by CMA at once, and the round proves nothing; it says so.)
- *  - with np >= 3, rank 2, told by rank 1 after its unlock, locks rank 0
- *    and puts other values on the same ints: the target waits for those.
- *    When the target returns to MPI, rank 1's frame arrives there and must
- *    not be applied: it would overwrite rank 2's values.
+ *  - with np >= 3, rank 1 then runs the same epoch on rank 2, which polls
+ *    in MPI meanwhile (its frame there must not let rank 0 forget the one
+ *    taken over: their claim word is rank 1's), and tells rank 2 to go on.
+ *    Rank 2 locks rank 0 and puts other values on the same ints: the
+ *    target waits for those. When the target returns to MPI, rank 1's
+ *    frame arrives there and must not be applied: it would overwrite rank
+ *    2's values.
  * Rank 1's epoch (NBE_TAKE_OVER_SYNC): lock (lock, put, unlock; the
  * default), flush (lock, put, flush: the flush waits, then unlock) or all
  * (lock_all, put, unlock_all).
@@ -46,20 +49,20 @@ static int wait_outside_mpi(volatile int *mem, int writer, int round)
     return 0;
 }
 
-static void put_epoch(MPI_Win win, int round, const char *sync)
+static void put_epoch(MPI_Win win, int target, int round, const char *sync)
 {
     int buf[N];
     for (int i = 0; i < N; ++i) buf[i] = value(rank, round, i);
     if (0 == strcmp(sync, "all")) {
         MPI_Win_lock_all(0, win);
-        MPI_Put(buf, N, MPI_INT, 0, 0, N, MPI_INT, win);
+        MPI_Put(buf, N, MPI_INT, target, 0, N, MPI_INT, win);
         MPI_Win_unlock_all(win);
         return;
     }
-    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
-    MPI_Put(buf, N, MPI_INT, 0, 0, N, MPI_INT, win);
-    if (0 == strcmp(sync, "flush")) MPI_Win_flush(0, win);
-    MPI_Win_unlock(0, win);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
+    MPI_Put(buf, N, MPI_INT, target, 0, N, MPI_INT, win);
+    if (0 == strcmp(sync, "flush")) MPI_Win_flush(target, win);
+    MPI_Win_unlock(target, win);
 }
 
 int main(int argc, char **argv)
@@ -84,6 +87,9 @@ int main(int argc, char **argv)
     for (int round = 0; round < 2; ++round) {
         unsigned long long cma0 = mdq_pvar_read(cma), taken0 = mdq_pvar_read(taken);
         unsigned long long skipped0 = mdq_pvar_read(skipped);
+        /* how rank 1's put to rank 0 went: 0 active message answered by the
+         * target, 1 taken over, 2 by CMA at once */
+        int how = 0, how_all;
         MPI_Barrier(MPI_COMM_WORLD);
         if (0 == rank) {
             double t = now() + 2e-3;
@@ -98,19 +104,17 @@ int main(int argc, char **argv)
             int r;
             MPI_Recv(&r, 1, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             stay_away_ms(5);   /* the target has left, its stamp still fresh */
-            put_epoch(win, round, sync);
-            if (2 == last) MPI_Send(&round, 1, MPI_INT, 2, 7, MPI_COMM_WORLD);
+            put_epoch(win, 0, round, sync);
+            if (mdq_pvar_read(cma) > cma0) how = 2;
+            else if (mdq_pvar_read(taken) > taken0) how = 1;
+            if (2 == last) {
+                put_epoch(win, 2, round, sync);
+                MPI_Send(&round, 1, MPI_INT, 2, 7, MPI_COMM_WORLD);
+            }
         } else if (2 == rank) {
             int r;
             MPI_Recv(&r, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            put_epoch(win, round, "lock");
-        }
-        /* how rank 1's put went: 0 active message answered by the target,
-         * 1 taken over, 2 by CMA at once */
-        int how = 0, how_all;
-        if (1 == rank) {
-            if (mdq_pvar_read(cma) > cma0) how = 2;
-            else if (mdq_pvar_read(taken) > taken0) how = 1;
+            put_epoch(win, 0, round, "lock");
         }
         MPI_Allreduce(&how, &how_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         if (0 == rank && 1 == how_all) {

@@ -109,6 +109,7 @@ typedef struct ompi_osc_nbe_group_cache {
 typedef struct ompi_osc_nbe_claim {
     int      peer;
     uint64_t seq;    /* generations sent */
+    uint64_t taken;  /* generation taken over, its target not yet past it (0: none) */
     uint64_t gen;
     uint64_t nputs;
     char    *recs;

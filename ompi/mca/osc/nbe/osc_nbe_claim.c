@@ -11,16 +11,20 @@
  * generation last applied or taken and which of the two, and only grows:
  *
  *   target, before applying frame g:  finds TAKEN(g): skips its puts (still
- *                                     counted); finds a generation >= g: a
- *                                     later frame's, this one is not taken:
- *                                     applies; else CAS to APPLIED(g): applies
+ *                                     counted), stores APPLIED(g); finds a
+ *                                     generation >= g: a later frame's, this
+ *                                     one is not taken: applies; else CAS to
+ *                                     APPLIED(g): applies
  *   origin, waiting for its last
  *   frame g, the target's stamp
  *   stale:                            finds APPLIED(g): the target has it;
  *                                     else CAS to TAKEN(g): writes the puts
  *                                     by CMA and counts them acknowledged
  *
- * Exactly one side applies the puts. Nothing is written before the frame
+ * Exactly one side applies the puts. A frame taken over must still find
+ * TAKEN(g) when it arrives: until its target has stored APPLIED(g), the
+ * origin arms no further frame (whose target would write a later
+ * generation over it). Nothing is written before the frame
  * leaves, so a frame costs the target one compare-and-swap on a line it
  * wrote last itself (for frames from one origin), and the origin nothing
  * but its generation count. Only the last such frame is kept, and only
@@ -93,6 +97,12 @@ bool ompi_osc_nbe_claim_arm(ompi_osc_nbe_module_t *module, int peer, uint64_t np
     }
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, peer);
     if (NULL == g || g->pid <= 0) return false;
+    if (0 != module->claim.taken) {
+        /* the frame taken over has not reached its target yet */
+        uint64_t cur = __atomic_load_n(&module->shm_claims[module->rank], __ATOMIC_ACQUIRE);
+        if (claim_word(module->claim.taken, CLAIM_TAKEN) == cur) return false;
+        module->claim.taken = 0;
+    }
     module->claim.len = 0;   /* until claim_keep */
     module->claim.nputs = nputs;
     module->claim.gen = ++module->claim.seq;
@@ -127,7 +137,11 @@ bool ompi_osc_nbe_claim_skip(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     volatile uint64_t *w = &module->shm_claims[hdr->src];
     uint64_t gen = hdr->cookie, cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     for (;;) {
-        if (claim_word(gen, CLAIM_TAKEN) == cur) break;
+        if (claim_word(gen, CLAIM_TAKEN) == cur) {
+            /* no later generation can be there (the origin waits for this) */
+            __atomic_store_n(w, claim_word(gen, CLAIM_APPLIED), __ATOMIC_RELEASE);
+            break;
+        }
         /* the word moved past this frame: its origin no longer keeps it */
         if ((cur >> 2) >= gen) return false;
         if (__atomic_compare_exchange_n(w, &cur, claim_word(gen, CLAIM_APPLIED), false,
@@ -188,6 +202,7 @@ void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer)
     }
     module->claim.peer = -1;
     if (!won) return;   /* the target has it: its ack follows */
+    module->claim.taken = gen;
     if (!write_records(module, (pid_t) g->pid)) {
         /* the target will skip the frame: its puts are lost */
         if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
