@@ -157,12 +157,12 @@ static int agg_flush(void)
     } else {
         rc = raw_send(agg.module, agg.peer, agg.buf, agg.len, NULL, 0);
     }
-    if (sending_claimed && OMPI_SUCCESS != rc) ompi_osc_nbe_claim_disarm(agg.module, out);
-    /* its records stay with the window while it may take the frame over */
-    if (sending_claimed && OMPI_SUCCESS == rc) {
-        ompi_osc_nbe_claim_keep(agg.module, &agg.buf, &agg.cap, agg.len);
+    if (sending_claimed) {
+        /* its records stay with the window while it may take the frame over */
+        if (OMPI_SUCCESS == rc) ompi_osc_nbe_claim_keep(agg.module, &agg.buf, &agg.cap, agg.len);
+        else ompi_osc_nbe_claim_disarm(agg.module, out);
+        sending_claimed = false;
     }
-    sending_claimed = false;
     if (OMPI_ERR_OUT_OF_RESOURCE == rc) return rc;
     /* sent, or lost for good (the window failed) */
     agg.module = NULL;

@@ -36,12 +36,11 @@
  */
 #include "ompi_config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "osc_nbe.h"
+#include "nbe_cma.h"
 #include "nbe_engine.h"
 
 enum { CLAIM_APPLIED = 1, CLAIM_TAKEN = 2 };
@@ -103,7 +102,6 @@ bool ompi_osc_nbe_claim_arm(ompi_osc_nbe_module_t *module, int peer, uint64_t np
         if (claim_word(module->claim.taken, CLAIM_TAKEN) == cur) return false;
         module->claim.taken = 0;
     }
-    module->claim.len = 0;   /* until claim_keep */
     module->claim.nputs = nputs;
     module->claim.gen = ++module->claim.seq;
     module->claim.peer = peer;
@@ -157,39 +155,36 @@ bool ompi_osc_nbe_claim_skip(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *
     return true;
 }
 
-/* writes the frame's put records to peer's memory; false if a write failed */
-static bool write_records(ompi_osc_nbe_module_t *module, pid_t pid)
+/* the frame's put records as one CMA batch to pid (one system call);
+ * false without memory for it */
+static bool gather_records(ompi_osc_nbe_module_t *module, pid_t pid, nbe_cma_batch_t *batch)
 {
     const char *p = module->claim.recs + sizeof(nbe_am_hdr_t);
     size_t left = module->claim.len - sizeof(nbe_am_hdr_t);
     nbe_am_sub_t sub;
     const char *rec;
     size_t reclen;
+    if (0 != nbe_cma_init(batch, (int) module->claim.nputs)) return false;
     while (nbe_am_next_sub(&p, &left, &sub, &rec, &reclen)) {
         if (NBE_SUB_PUT != sub.kind || 0 == sub.len) continue;
-        struct iovec l = { .iov_base = (void *) (rec + sizeof(sub)), .iov_len = sub.len };
-        struct iovec r = { .iov_base = (void *) (uintptr_t) sub.addr, .iov_len = sub.len };
-        ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
-        if (n != (ssize_t) sub.len) {
-            opal_output_verbose(1, mca_osc_nbe_component.output,
-                                "osc/nbe %d: window %u: CMA write of a taken-over put to %d "
-                                "failed (errno %d); the window fails", module->rank,
-                                module->cid, module->claim.peer, n < 0 ? errno : 0);
-            return false;
-        }
+        (void) nbe_cma_add(batch, pid, module->claim.peer, 1, (void *) (rec + sizeof(sub)),
+                           sub.addr, sub.len);
     }
     return true;
 }
 
 void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer)
 {
-    if (module->claim.peer != peer || peer < 0 || module->claim.len < sizeof(nbe_am_hdr_t)) return;
+    /* (a record is armed and kept in one agg_flush: never seen half made) */
+    if (module->claim.peer != peer || peer < 0) return;
     /* the target's memory is reachable now by CMA, passive transfers may
      * bypass it (not behind an unapplied fence), and the frame is all
      * that target still owes us */
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, peer);
+    nbe_cma_batch_t batch = { .n = 0 };
     if (NULL == g || g->pid <= 0 || NULL == ompi_osc_nbe_away_cma_btl(module, peer, true) ||
-        !nbe_take_over_possible(module->engine, peer, module->claim.nputs)) {
+        !nbe_take_over_possible(module->engine, peer, module->claim.nputs) ||
+        !gather_records(module, (pid_t) g->pid, &batch)) {
         return;
     }
     volatile uint64_t *w = &module->shm_claims[module->rank];
@@ -201,10 +196,16 @@ void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer)
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     module->claim.peer = -1;
+    if (won) module->claim.taken = gen;
+    int err = won ? nbe_cma_submit(&batch) : 0;
+    nbe_cma_fini(&batch);
     if (!won) return;   /* the target has it: its ack follows */
-    module->claim.taken = gen;
-    if (!write_records(module, (pid_t) g->pid)) {
+    if (0 != err) {
         /* the target will skip the frame: its puts are lost */
+        opal_output_verbose(1, mca_osc_nbe_component.output,
+                            "osc/nbe %d: window %u: CMA write of a frame taken over from %d "
+                            "failed (errno %d); the window fails", module->rank, module->cid,
+                            peer, err);
         if (0 == nbe_engine_failed(module->engine)) nbe_engine_fail_comm(module->engine);
         return;
     }
