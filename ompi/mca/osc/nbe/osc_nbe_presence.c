@@ -210,8 +210,8 @@ void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_mod
 }
 
 /* OMPI_OSC_NBE_WATCH_ALL: note the targets the wait needs whose stamp is
- * stale (a look costs one pass over the ranks, every WAIT_LOOK_NS of a
- * wait) */
+ * stale (a look costs one pass over the ranks; a wait looks a few times in
+ * its first WAIT_LOOK_NS, then once per WAIT_LOOK_NS) */
 static void look_at_all(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
                         uint64_t now)
 {
@@ -231,12 +231,18 @@ void ompi_osc_nbe_wait_watch_poll_slow(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nb
     uint64_t now = __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED);
     w->clock = now;
     if (0 == w->t0) {
+        /* the first look comes once a target that left MPI as the wait
+         * began can look away, later ones at every stamp unit until
+         * WAIT_LOOK_NS, so that a frame it left behind is taken over soon
+         * (a stamp that no longer changes stays in this cache: a look is
+         * cheap); then one per WAIT_LOOK_NS */
+        uint64_t away_ns = (uint64_t) away_units() << STAMP_SHIFT;
         w->t0 = now;
-        w->next_look = now + WAIT_LOOK_NS;
+        w->next_look = now + (away_ns < WAIT_LOOK_NS ? away_ns : WAIT_LOOK_NS);
         return;
     }
     if (now < w->next_look) return;
-    w->next_look = now + WAIT_LOOK_NS;
+    w->next_look = now + (now - w->t0 < WAIT_LOOK_NS ? 1u << STAMP_SHIFT : WAIT_LOOK_NS);
     if (OMPI_OSC_NBE_WATCH_ALL == w->target) {
         look_at_all(w, module, now);
     } else if (stale(now, __atomic_load_n(&module->shm_seen[w->target], __ATOMIC_RELAXED))) {
