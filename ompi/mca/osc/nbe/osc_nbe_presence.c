@@ -201,7 +201,9 @@ void ompi_osc_nbe_target_away_counted(void)
 void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,
                                   int target)
 {
-    w->target = ompi_osc_nbe_presence_on(module) && 0 != target_away_hold_ms ? target : -1;
+    /* watched without holds too (osc_nbe_target_away_hold 0): a look
+     * also takes over a frame left behind (osc_nbe_claim.c) */
+    w->target = ompi_osc_nbe_presence_on(module) ? target : -1;
     /* a reading from before the wait does not time it */
     w->clock = __atomic_load_n(&mca_osc_nbe_component.progress_ns, __ATOMIC_RELAXED);
     w->t0 = 0;
@@ -267,7 +269,7 @@ static void hold_after_wait(ompi_osc_nbe_module_t *module, int target, uint64_t 
 
 void ompi_osc_nbe_wait_watch_done(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module)
 {
-    if (-1 == w->target || !w->saw_away) return;
+    if (-1 == w->target || !w->saw_away || 0 == target_away_hold_ms) return;
     uint64_t now = ompi_scale_adapt_now_ns();
     uint64_t waited = now - w->t0;
     if (waited < WAIT_HOLD_FROM_NS) return;
