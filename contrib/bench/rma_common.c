@@ -29,7 +29,7 @@ static void usage(const char *program, int extra)
 {
     int with_window = extra & RMA_OPT_WINDOW, with_away = extra & RMA_OPT_AWAY;
     printf("usage: %s [-w create|allocate] [-s fence|pscw|lock|flush] [-o put|get|acc]\n"
-           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DISP]%s%s%s [-q]\n"
+           "       %*s [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-d DISP]%s%s%s%s [-q]\n"
            "  -w  window flavour: MPI_Win_create on malloc'd memory or MPI_Win_allocate\n"
            "      (default create)\n"
            "  -s  synchronisation: fence (op + fence), pscw (start/op/complete against\n"
@@ -46,21 +46,24 @@ static void usage(const char *program, int extra)
            "%s%s"
            "  -q  quick smoke run (very few iterations)\n",
            program, (int) strlen(program), "", with_window ? " [-W WINDOW]" : "",
-           with_away ? " [-a MS]" : "", with_away ? " [-p US]" : "", with_away ? "lock" : "fence",
+           with_away ? " [-a MS]" : "", with_away ? " [-p US]" : "", with_away ? " [-e N]" : "",
+           with_away ? "lock" : "fence",
            with_window ? 100 : 1000,
            with_window ? "  -W  operations per synchronisation (default 32)\n" : "",
            with_away ? "  -a  milliseconds the target computes outside MPI while the origin's\n"
                        "      epochs of each size are timed (default 200)\n"
                        "  -p  while computing, the target calls MPI_Iprobe every US microseconds,\n"
                        "      as an application that tests for messages now and then (default 0:\n"
-                       "      no MPI call at all)\n" : "");
+                       "      no MPI call at all)\n"
+                       "  -e  rank 0 also prints the times of its first N timed epochs of each\n"
+                       "      size (us), on a comment line (at most 64; default 0)\n" : "");
 }
 
 static int parse(rma_ctx_t *ctx, int argc, char **argv, int extra)
 {
     char optstring[32] = "w:s:o:m:i:x:d:qh";
     if (extra & RMA_OPT_WINDOW) strcat(optstring, "W:");
-    if (extra & RMA_OPT_AWAY) strcat(optstring, "a:p:");
+    if (extra & RMA_OPT_AWAY) strcat(optstring, "a:p:e:");
     bench_opts_t *o = &ctx->opts;
     int c, v;
 
@@ -84,6 +87,9 @@ static int parse(rma_ctx_t *ctx, int argc, char **argv, int extra)
         case 'W': if (bench_parse_int(optarg, 1, &o->window)) return -1; break;
         case 'a': if (bench_parse_int(optarg, 0, &ctx->away_ms)) return -1; break;
         case 'p': if (bench_parse_int(optarg, 0, &ctx->poll_us)) return -1; break;
+        case 'e':
+            if (bench_parse_int(optarg, 0, &ctx->epochs_shown) || ctx->epochs_shown > 64) return -1;
+            break;
         case 'd':
             if (bench_parse_int(optarg, 0, &o->distance) || o->distance > 4095) return -1;
             break;

@@ -29,6 +29,7 @@ typedef struct {
     MPI_Group peer;          /* group holding only the partner (pscw) */
     int away_ms;             /* -a (RMA_OPT_AWAY) */
     int poll_us;             /* -p (RMA_OPT_AWAY): the target calls MPI every that often, 0: never */
+    int epochs_shown;        /* -e (RMA_OPT_AWAY): the first origin prints its first that many epochs' times */
 } rma_ctx_t;
 
 /* Options a program adds to the common ones (flags of rma_setup). */

@@ -11,7 +11,9 @@
  * time grows by about the absence divided by the iterations. Prints the
  * mean epoch time in microseconds (over the origin ranks), and a comment
  * line where an origin's loop lasted longer than the absence (then the
- * figure says less). With -p the target calls MPI_Iprobe every that many
+ * figure says less); with -e N, a comment line with the times of rank 0's
+ * first N epochs (the first ones wait for what the osc learns of the
+ * target's absence). With -p the target calls MPI_Iprobe every that many
  * microseconds while it computes. See rma_common.h for the options.
  */
 #include "rma_common.h"
@@ -79,10 +81,19 @@ int main(int argc, char **argv)
         for (int i = 0; ctx.pair.initiator && i < warmup; i++) rma_iteration(&ctx, size, 1);
         MPI_Barrier(MPI_COMM_WORLD);
         if (ctx.pair.initiator) {
-            double t0 = now();
-            for (int i = 0; i < iters; i++) rma_iteration(&ctx, size, 1);
+            double t0 = now(), ends[64];
+            int shown = ctx.epochs_shown < iters ? ctx.epochs_shown : iters;
+            for (int i = 0; i < iters; i++) {
+                rma_iteration(&ctx, size, 1);
+                if (i < shown) ends[i] = now();
+            }
             loop = now() - t0;
             us = loop / iters * 1e6;
+            if (0 == ctx.pair.rank && shown > 0) {
+                printf("# size %zu: the first %d epochs of rank 0 (us):", size, shown);
+                for (int i = 0; i < shown; i++) printf(" %.1f", 1e6 * (ends[i] - (i ? ends[i - 1] : t0)));
+                printf("\n");
+            }
         } else if (ctx.pair.partner >= 0) {
             away(scratch, 1 << 16, ctx.away_ms, ctx.poll_us);
         }
