@@ -15,13 +15,22 @@
  *    taken over again). (On
  *    a loaded machine rank 1 may come after the 100 ms: its put then goes
  *    by CMA at once, and the round proves nothing; it says so.)
- *  - with np >= 3, rank 1 then runs the same epoch on rank 2, which polls
- *    in MPI meanwhile (its frame there must not let rank 0 forget the one
- *    taken over: their claim word is rank 1's), and tells rank 2 to go on.
- *    Rank 2 locks rank 0 and puts other values on the same ints: the
- *    target waits for those. When the target returns to MPI, rank 1's
- *    frame arrives there and must not be applied: it would overwrite rank
- *    2's values.
+ *  - with np >= 3, rank 1 then runs the same epoch on rank 2 (the third
+ *    process; NBE_TAKE_OVER_THIRD=8 at np 9: rank 8, whose claim word in
+ *    rank 1's line is rank 0's, rank mod 8), which polls in MPI meanwhile
+ *    (its frame there must not let rank 0 forget the one taken over), and
+ *    tells it to go on.
+ *    The third process locks rank 0 and puts other values on the same
+ *    ints: the target waits for those. When the target returns to MPI,
+ *    rank 1's frame arrives there and must not be applied: it would
+ *    overwrite the third process's values.
+ * NBE_TAKE_OVER_CHAIN=1 (np >= 3, one round): rank 0 stays away CHAIN_MS
+ * more once rank 1's values are there, so rank 1's frame taken over is
+ * still on its way; rank 1 then tells the third process to go on, which leaves MPI at
+ * once and watches its own window for rank 1's values, and rank 1 runs the
+ * same epoch on it after 5 ms: it must be taken over too (a second
+ * target that left MPI while the first is still away; claim words per
+ * target, osc_nbe_claim.c). Before that, it waited its 10 s.
  * Rank 1's epoch (NBE_TAKE_OVER_SYNC): lock (lock, put, unlock; the
  * default), flush (lock, put, flush: the flush waits, then unlock) or all
  * (lock_all, put, unlock_all).
@@ -33,6 +42,7 @@
 
 #define N 64   /* ints: 256 B, an active message to a target in MPI */
 #define AWAY_MAX_S 10.0
+#define CHAIN_MS 1500.0
 
 static int value(int writer, int round, int i)
 {
@@ -74,8 +84,22 @@ int main(int argc, char **argv)
     if (NULL == sync) sync = "lock";
     const char *nohold = getenv("NBE_TAKE_OVER_NOHOLD");
     int no_hold = NULL != nohold && 0 == strcmp(nohold, "1");
+    const char *chainenv = getenv("NBE_TAKE_OVER_CHAIN");
+    int chain = NULL != chainenv && 0 == strcmp(chainenv, "1");
+    if (chain && nprocs < 3) {
+        if (0 == rank) printf("NBE_TAKE_OVER_CHAIN needs 3 processes: skipped\n");
+        return test_finish();
+    }
     int *mem = calloc(N, sizeof(int));
-    int last = nprocs >= 3 ? 2 : 1;   /* the last writer of a round */
+    const char *thirdenv = getenv("NBE_TAKE_OVER_THIRD");
+    int third = NULL != thirdenv ? atoi(thirdenv) : 2;
+    if (nprocs >= 3 && (third < 2 || third >= nprocs)) {
+        if (0 == rank) printf("NBE_TAKE_OVER_THIRD=%d: not a rank from 2 to %d\n", third, nprocs - 1);
+        CHECK(0, "bad NBE_TAKE_OVER_THIRD");
+        return test_finish();
+    }
+    int last = nprocs >= 3 && !chain ? third : 1;   /* the last writer on rank 0 in a round */
+    int rounds = chain ? 1 : 2;
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) (N * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                    &win);
@@ -88,12 +112,13 @@ int main(int argc, char **argv)
         return test_finish();
     }
     int first = -1;   /* rank 1: how its put of round 1 went */
-    for (int round = 0; round < 2; ++round) {
+    for (int round = 0; round < rounds; ++round) {
         unsigned long long cma0 = mdq_pvar_read(cma), taken0 = mdq_pvar_read(taken);
         unsigned long long skipped0 = mdq_pvar_read(skipped);
-        /* how rank 1's put to rank 0 went: 0 active message answered by the
-         * target, 1 taken over, 2 by CMA at once */
-        int how = 0, how_all;
+        /* how rank 1's put to rank 0 (and with chain, to the third process) went: 0
+         * active message answered by the target, 1 taken over, 2 by CMA at
+         * once */
+        int how[2] = { 0, 0 }, how_all[2];
         MPI_Barrier(MPI_COMM_WORLD);
         if (0 == rank) {
             double t = now() + 2e-3;
@@ -104,24 +129,42 @@ int main(int argc, char **argv)
             CHECK(wait_outside_mpi(mem, last, round),
                   "round %d: the values of rank %d did not arrive in %.0f s outside MPI "
                   "(mem[0] %d)", round + 1, last, AWAY_MAX_S, mem[0]);
+            if (chain) stay_away_ms(CHAIN_MS);
         } else if (1 == rank) {
             int r;
             MPI_Recv(&r, 1, MPI_INT, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             stay_away_ms(5);   /* the target has left, its stamp still fresh */
             put_epoch(win, 0, round, sync);
-            if (mdq_pvar_read(cma) > cma0) how = 2;
-            else if (mdq_pvar_read(taken) > taken0) how = 1;
-            if (2 == last) {
-                put_epoch(win, 2, round, sync);
-                MPI_Send(&round, 1, MPI_INT, 2, 7, MPI_COMM_WORLD);
+            if (mdq_pvar_read(cma) > cma0) how[0] = 2;
+            else if (mdq_pvar_read(taken) > taken0) how[0] = 1;
+            if (chain) {
+                unsigned long long cma1 = mdq_pvar_read(cma), taken1 = mdq_pvar_read(taken);
+                double t0 = now();
+                MPI_Send(&round, 1, MPI_INT, third, 7, MPI_COMM_WORLD);
+                stay_away_ms(5);
+                put_epoch(win, third, round, sync);
+                if (mdq_pvar_read(cma) > cma1) how[1] = 2;
+                else if (mdq_pvar_read(taken) > taken1) how[1] = 1;
+                printf("rank 1: the epoch on rank %d took %.3f s (how: %d)\n", third,
+                       now() - t0, how[1]);
+            } else if (third == last) {
+                put_epoch(win, third, round, sync);
+                MPI_Send(&round, 1, MPI_INT, third, 7, MPI_COMM_WORLD);
             }
-        } else if (2 == rank) {
+        } else if (nprocs >= 3 && third == rank) {
             int r;
             MPI_Recv(&r, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            put_epoch(win, 0, round, "lock");
+            if (chain) {
+                CHECK(wait_outside_mpi(mem, 1, round),
+                      "round %d: the values of rank 1 did not arrive at rank %d in %.0f s "
+                      "outside MPI while rank 0 was still away (mem[0] %d)", round + 1, third,
+                      AWAY_MAX_S, mem[0]);
+            } else {
+                put_epoch(win, 0, round, "lock");
+            }
         }
-        MPI_Allreduce(&how, &how_all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (0 == rank && 1 == how_all) {
+        MPI_Allreduce(how, how_all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if ((0 == rank && 1 == how_all[0]) || (third == rank && 1 == how_all[1])) {
             /* the frame arrives now that the target is back in MPI */
             double end = now() + AWAY_MAX_S;
             int flag;
@@ -132,28 +175,35 @@ int main(int argc, char **argv)
                   "round %d: %llu frames skipped, expected the one taken over", round + 1,
                   mdq_pvar_read(skipped) - skipped0);
         }
+        if (1 == rank && 0 == round && chain && 2 == how_all[1]) {
+            printf("rank 1: round 1 on rank %d went by CMA (it was not seen present); the "
+                   "second take-over is not checked\n", third);
+        } else if (1 == rank && 0 == round && chain) {
+            CHECK(1 == how_all[1], "round 1: the unlock on rank %d returned, but the frame was "
+                                   "not taken over", third);
+        }
         if (1 == rank && 0 == round) {
-            first = how;
-            if (2 == how) {
+            first = how[0];
+            if (2 == first) {
                 printf("rank 1: round 1 went by CMA (the target was not seen present); the "
                        "take-over is not checked\n");
             } else {
-                CHECK(1 == how, "round 1: the unlock returned, but the frame was not taken "
-                                "over");
+                CHECK(1 == first, "round 1: the unlock returned, but the frame was not taken "
+                                  "over");
             }
         }
-        if (1 == rank && 1 == round && 1 == first && no_hold && 2 == how) {
+        if (1 == rank && 1 == round && 1 == first && no_hold && 2 == how[0]) {
             printf("rank 1: round 2 went by CMA (the target was not seen present); the "
                    "take-over without a hold is not checked\n");
         } else if (1 == rank && 1 == round && 1 == first && no_hold) {
-            CHECK(1 == how, "round 2: no hold (osc_nbe_target_away_hold 0), yet the frame "
+            CHECK(1 == how[0], "round 2: no hold (osc_nbe_target_away_hold 0), yet the frame "
                             "was not taken over again");
         } else if (1 == rank && 1 == round && 1 == first) {
-            CHECK(2 == how, "round 2: the target held away after a take-over, yet the put "
+            CHECK(2 == how[0], "round 2: the target held away after a take-over, yet the put "
                             "did not go by CMA");
         }
         MPI_Barrier(MPI_COMM_WORLD);
-        if (0 == rank) {
+        if (0 == rank || (chain && third == rank)) {
             for (int i = 0; i < N; ++i) {
                 if (mem[i] != value(last, round, i)) {
                     CHECK(0, "round %d: mem[%d] = %d after the round, expected %d (rank %d's)",

@@ -102,14 +102,21 @@ typedef struct ompi_osc_nbe_group_cache {
  * OMPI_OSC_NBE_WATCH_AWAY_MAX */
 #define OMPI_OSC_NBE_WATCH_ALL (-2)
 #define OMPI_OSC_NBE_WATCH_AWAY_MAX 4
+/* claim words per sender in the tables segment (one cache line), a
+ * target using word (target rank mod this) of its sender's line: a frame
+ * taken over from one away target pins only its own word until that target
+ * is past it, and the sender's frames to targets on other words stay
+ * claimable (osc_nbe_claim.c) */
+#define OMPI_OSC_NBE_CLAIM_SLOTS 8
 /* the last put frame sent, kept while this process may still take it over
  * from its target (osc_nbe_claim.c): the frame (the packing buffer it left
  * from, swapped for a spare), the puts it counts, and the generation in
- * the sender's claim word. peer -1: none. */
+ * the sender's claim word of that target. peer -1: none. */
 typedef struct ompi_osc_nbe_claim {
     int      peer;
-    uint64_t seq;    /* generations sent */
-    uint64_t taken;  /* generation taken over, its target not yet past it (0: none) */
+    uint64_t seq;    /* generations sent (one count for all the words) */
+    /* per word: generation taken over, its target not yet past it (0: none) */
+    uint64_t taken[OMPI_OSC_NBE_CLAIM_SLOTS];
     uint64_t gen;
     uint64_t nputs;
     char    *recs;
@@ -184,7 +191,7 @@ typedef struct ompi_osc_nbe_module {
     struct ompi_osc_nbe_shm_geom *shm_geom; /* per-rank offset/size/disp_unit, in the segment */
     volatile uint64_t     *shm_seen;       /* per-rank presence stamps, in the segment */
     volatile uint64_t     *shm_fences;     /* per-rank last fence epoch completed, in the segment */
-    volatile uint64_t     *shm_claims;     /* per-rank claim word of a put frame (osc_nbe_claim.c) */
+    volatile uint64_t     *shm_claims;     /* per rank, OMPI_OSC_NBE_CLAIM_SLOTS claim words of its put frames (osc_nbe_claim.c) */
     volatile int32_t      *shm_acc_words;  /* per-rank accumulate words (ompi_osc_nbe_acc_word) */
     uint64_t               seen_mine;      /* the last stamp this process wrote */
     unsigned               rma_calls;      /* RMA calls, for polling now and then */
@@ -297,7 +304,7 @@ static inline bool nbe_am_next_sub(const char **p, size_t *left, nbe_am_sub_t *s
  * length refused and op_idx the error code (OMPI or MPI) */
 #define NBE_AM_F_REFUSED 0x2
 /* a PUT or PUT_MULTI frame its sender may take over (osc_nbe_claim.c):
- * cookie holds the generation of the sender's claim word */
+ * cookie holds the generation of the sender's claim word of the target */
 #define NBE_AM_F_CLAIM 0x4
 
 typedef struct nbe_am_hdr {

@@ -6,9 +6,11 @@
  * (the first epoch after a barrier), the frame waits for its return, and so
  * does the unlock. On windows with the node's tables segment, the origin
  * may then apply the frame's puts itself by CMA, if it wins the sender's
- * claim word (one per rank in the segment) against the target. Each such
- * frame carries a generation, counted by its sender; the word holds the
- * generation last applied or taken and which of the two, and only grows:
+ * claim word of that target against the target. A sender has
+ * OMPI_OSC_NBE_CLAIM_SLOTS words in the segment (one cache line); a target
+ * uses word (its rank mod that). Each such frame carries a generation,
+ * counted by its sender over all its words; a word holds the generation
+ * last applied or taken there and which of the two, and only grows:
  *
  *   target, before applying frame g:  finds TAKEN(g): skips its puts (still
  *                                     counted), stores APPLIED(g); finds a
@@ -23,8 +25,11 @@
  *
  * Exactly one side applies the puts. A frame taken over must still find
  * TAKEN(g) when it arrives: until its target has stored APPLIED(g), the
- * origin arms no further frame (whose target would write a later
- * generation over it). Nothing is written before the frame
+ * origin arms no further frame for a target on that word (whose target
+ * would write a later generation over it). Frames to targets on the other
+ * words stay claimable, so a second target that leaves MPI while the first
+ * is still away is not waited for either (up to 7 more, with ranks that
+ * differ mod 8). Nothing is written before the frame
  * leaves, so a frame costs the target one compare-and-swap on a line it
  * wrote last itself (for frames from one origin), and the origin nothing
  * but its generation count. Only the last such frame is kept, and only
@@ -48,6 +53,14 @@ enum { CLAIM_APPLIED = 1, CLAIM_TAKEN = 2 };
 static inline uint64_t claim_word(uint64_t gen, int state)
 {
     return (gen << 2) | (uint64_t) state;
+}
+
+/* the word of sender's frames to target */
+static inline volatile uint64_t *claim_slot(const ompi_osc_nbe_module_t *module, int sender,
+                                            int target)
+{
+    return &module->shm_claims[(size_t) sender * OMPI_OSC_NBE_CLAIM_SLOTS +
+                               (size_t) (target % OMPI_OSC_NBE_CLAIM_SLOTS)];
 }
 
 static bool take_over = true;
@@ -96,11 +109,12 @@ bool ompi_osc_nbe_claim_arm(ompi_osc_nbe_module_t *module, int peer, uint64_t np
     }
     const ompi_osc_nbe_peer_t *g = ompi_osc_nbe_peer(module, peer);
     if (NULL == g || g->pid <= 0) return false;
-    if (0 != module->claim.taken) {
-        /* the frame taken over has not reached its target yet */
-        uint64_t cur = __atomic_load_n(&module->shm_claims[module->rank], __ATOMIC_ACQUIRE);
-        if (claim_word(module->claim.taken, CLAIM_TAKEN) == cur) return false;
-        module->claim.taken = 0;
+    uint64_t *taken = &module->claim.taken[peer % OMPI_OSC_NBE_CLAIM_SLOTS];
+    if (0 != *taken) {
+        /* the frame taken over on this word has not reached its target yet */
+        uint64_t cur = __atomic_load_n(claim_slot(module, module->rank, peer), __ATOMIC_ACQUIRE);
+        if (claim_word(*taken, CLAIM_TAKEN) == cur) return false;
+        *taken = 0;
     }
     module->claim.nputs = nputs;
     module->claim.gen = ++module->claim.seq;
@@ -132,7 +146,7 @@ void ompi_osc_nbe_claim_disarm(ompi_osc_nbe_module_t *module, nbe_am_hdr_t *hdr)
 bool ompi_osc_nbe_claim_skip(ompi_osc_nbe_module_t *module, const nbe_am_hdr_t *hdr)
 {
     if (NULL == module->shm_claims) return false;
-    volatile uint64_t *w = &module->shm_claims[hdr->src];
+    volatile uint64_t *w = claim_slot(module, hdr->src, module->rank);
     uint64_t gen = hdr->cookie, cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     for (;;) {
         if (claim_word(gen, CLAIM_TAKEN) == cur) {
@@ -187,7 +201,7 @@ void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer)
         !gather_records(module, (pid_t) g->pid, &batch)) {
         return;
     }
-    volatile uint64_t *w = &module->shm_claims[module->rank];
+    volatile uint64_t *w = claim_slot(module, module->rank, peer);
     uint64_t gen = module->claim.gen, cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
     bool won = false;
     /* targets write only generations this process sent, none after gen */
@@ -196,7 +210,7 @@ void ompi_osc_nbe_claim_try(ompi_osc_nbe_module_t *module, int peer)
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     module->claim.peer = -1;
-    if (won) module->claim.taken = gen;
+    if (won) module->claim.taken[peer % OMPI_OSC_NBE_CLAIM_SLOTS] = gen;
     int err = won ? nbe_cma_submit(&batch) : 0;
     nbe_cma_fini(&batch);
     if (!won) return;   /* the target has it: its ack follows */

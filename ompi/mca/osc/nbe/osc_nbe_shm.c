@@ -89,13 +89,13 @@ static int map_segment(ompi_osc_nbe_module_t *module, size_t len)
 /* the tables every segment starts with: the header, one lock and one
  * exposure word per rank, one geometry entry per rank, one presence stamp
  * per rank (osc_nbe_presence.c), one completed fence epoch per rank (below),
- * one claim word per rank (osc_nbe_claim.c), one accumulate word per rank;
- * returns their size */
+ * OMPI_OSC_NBE_CLAIM_SLOTS claim words per rank (osc_nbe_claim.c), one
+ * accumulate word per rank; returns their size */
 static uint64_t tables_size(int n)
 {
     return NBE_SHM_HEADER + (sizeof(nbe_rwlock_t) + sizeof(int64_t)) * (uint64_t) n +
-           (sizeof(ompi_osc_nbe_shm_geom_t) + 3 * sizeof(uint64_t) + sizeof(int32_t)) *
-               (uint64_t) n;
+           (sizeof(ompi_osc_nbe_shm_geom_t) + (2 + OMPI_OSC_NBE_CLAIM_SLOTS) * sizeof(uint64_t) +
+            sizeof(int32_t)) * (uint64_t) n;
 }
 
 static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t size, int disp_unit)
@@ -107,7 +107,7 @@ static void set_tables(ompi_osc_nbe_module_t *module, uint64_t where, size_t siz
     module->shm_seen = (volatile uint64_t *) (module->shm_geom + n);
     module->shm_fences = module->shm_seen + n;
     module->shm_claims = module->shm_fences + n;
-    module->shm_acc_words = (volatile int32_t *) (module->shm_claims + n);
+    module->shm_acc_words = (volatile int32_t *) (module->shm_claims + OMPI_OSC_NBE_CLAIM_SLOTS * n);
     if (ompi_osc_nbe_presence_on(module)) ompi_osc_nbe_presence_stamp(module, ompi_scale_adapt_now_ns());
     /* the others read it only after the creation's closing barrier */
     module->shm_geom[module->rank].off = where;
