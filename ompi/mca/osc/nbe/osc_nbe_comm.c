@@ -292,6 +292,7 @@ struct put_target {
     ompi_osc_nbe_module_t *module;
     int                    src;
     bool                   refused;   /* the origin was told of a refused record */
+    bool                   taken;     /* its origin applied the frame itself (osc_nbe_claim.c): only count */
 };
 
 /* ---- accesses a dynamic window refuses ---- */
@@ -404,7 +405,9 @@ static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec
 {
     struct put_target *t = ctx;
     (void) reclen;
-    if (OPAL_UNLIKELY(refused_here(t->module, sub->addr, sub->len))) {
+    if (OPAL_UNLIKELY(t->taken)) {
+        /* nothing to write */
+    } else if (OPAL_UNLIKELY(refused_here(t->module, sub->addr, sub->len))) {
         if (!t->refused) {
             t->refused = true;
             send_refusal(t->module, t->src, sub->addr, sub->len, NULL, OMPI_ERR_RMA_RANGE);
@@ -412,14 +415,6 @@ static void apply_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec
     } else {
         ompi_scale_copy((void *) (uintptr_t) sub->addr, rec + sizeof(*sub), sub->len);
     }
-    nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
-}
-
-/* a put its origin applied itself (osc_nbe_claim.c): only counted */
-static void count_put_record(void *ctx, const nbe_am_sub_t *sub, const char *rec, size_t reclen)
-{
-    struct put_target *t = ctx;
-    (void) rec; (void) reclen;
     nbe_on_op_arrived(t->module->engine, t->src, sub->fence_tag);
 }
 
@@ -481,10 +476,9 @@ void ompi_osc_nbe_apply_frame_now(ompi_osc_nbe_module_t *module, const nbe_am_hd
         /* packed small puts, each one counted operation, in order with the
          * control message that may close the frame */
     {
-        struct put_target t = { module, hdr->src, false };
-        bool taken = (hdr->flags & NBE_AM_F_CLAIM) && ompi_osc_nbe_claim_skip(module, hdr);
-        if (!ompi_osc_nbe_multi_each(module, payload, paylen,
-                                     taken ? count_put_record : apply_put_record, &t)) {
+        struct put_target t = { module, hdr->src, false, false };
+        t.taken = (hdr->flags & NBE_AM_F_CLAIM) && ompi_osc_nbe_claim_skip(module, hdr);
+        if (!ompi_osc_nbe_multi_each(module, payload, paylen, apply_put_record, &t)) {
             opal_output(0, "osc/nbe: truncated packed put from %d dropped", hdr->src);
         }
     }
