@@ -17,18 +17,20 @@
  *    by CMA at once, and the round proves nothing; it says so.)
  *  - with np >= 3, rank 1 then runs the same epoch on rank 2 (the third
  *    process; NBE_TAKE_OVER_THIRD=8 at np 9: rank 8, whose claim word in
- *    rank 1's line is rank 0's, rank mod 8), which polls in MPI meanwhile
- *    (its frame there must not let rank 0 forget the one taken over), and
- *    tells it to go on.
+ *    rank 1's line is rank 0's, rank mod 8), which polls in MPI meanwhile,
+ *    and tells it to go on. With THIRD=8 that frame must not be claimable
+ *    (it would let rank 0 forget the one taken over; with rank 2, on a
+ *    word of its own, it may be).
  *    The third process locks rank 0 and puts other values on the same
  *    ints: the target waits for those. When the target returns to MPI,
  *    rank 1's frame arrives there and must not be applied: it would
  *    overwrite the third process's values.
  * NBE_TAKE_OVER_CHAIN=1 (np >= 3, one round): rank 0 stays away CHAIN_MS
  * more once rank 1's values are there, so rank 1's frame taken over is
- * still on its way; rank 1 then tells the third process to go on, which leaves MPI at
- * once and watches its own window for rank 1's values, and rank 1 runs the
- * same epoch on it after 5 ms: it must be taken over too (a second
+ * still on its way; rank 1 then tells the third process to go on, which
+ * answers that it leaves (its last MPI call) and watches its own window
+ * for rank 1's values, and rank 1 runs the same epoch on it 5 ms after
+ * that answer: it must be taken over too (a second
  * target that left MPI while the first is still away; claim words per
  * target, osc_nbe_claim.c). Before that, it waited its 10 s.
  * Rank 1's epoch (NBE_TAKE_OVER_SYNC): lock (lock, put, unlock; the
@@ -98,6 +100,12 @@ int main(int argc, char **argv)
         CHECK(0, "bad NBE_TAKE_OVER_THIRD");
         return test_finish();
     }
+    if (chain && 0 == third % 8) {
+        /* rank 0's claim word in rank 1's line stays pinned: not taken over by design */
+        if (0 == rank) printf("NBE_TAKE_OVER_CHAIN with a third process on rank 0's claim word\n");
+        CHECK(0, "NBE_TAKE_OVER_CHAIN needs NBE_TAKE_OVER_THIRD not a multiple of 8");
+        return test_finish();
+    }
     int last = nprocs >= 3 && !chain ? third : 1;   /* the last writer on rank 0 in a round */
     int rounds = chain ? 1 : 2;
     MPI_Win win;
@@ -141,7 +149,8 @@ int main(int argc, char **argv)
                 unsigned long long cma1 = mdq_pvar_read(cma), taken1 = mdq_pvar_read(taken);
                 double t0 = now();
                 MPI_Send(&round, 1, MPI_INT, third, 7, MPI_COMM_WORLD);
-                stay_away_ms(5);
+                MPI_Recv(&r, 1, MPI_INT, third, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                stay_away_ms(5);   /* it has left, its stamp still fresh */
                 put_epoch(win, third, round, sync);
                 if (mdq_pvar_read(cma) > cma1) how[1] = 2;
                 else if (mdq_pvar_read(taken) > taken1) how[1] = 1;
@@ -155,6 +164,8 @@ int main(int argc, char **argv)
             int r;
             MPI_Recv(&r, 1, MPI_INT, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (chain) {
+                /* as rank 0: its last MPI call says it leaves */
+                MPI_Send(&round, 1, MPI_INT, 1, 8, MPI_COMM_WORLD);
                 CHECK(wait_outside_mpi(mem, 1, round),
                       "round %d: the values of rank 1 did not arrive at rank %d in %.0f s "
                       "outside MPI while rank 0 was still away (mem[0] %d)", round + 1, third,
@@ -177,6 +188,10 @@ int main(int argc, char **argv)
         }
         if (1 == rank && 0 == round && chain && 2 == how_all[1]) {
             printf("rank 1: round 1 on rank %d went by CMA (it was not seen present); the "
+                   "second take-over is not checked\n", third);
+        } else if (1 == rank && 0 == round && chain && 0 == how_all[1]) {
+            /* its values arrived (checked there): it was still in its last MPI call */
+            printf("rank 1: round 1 on rank %d was answered by it (still in MPI); the "
                    "second take-over is not checked\n", third);
         } else if (1 == rank && 0 == round && chain) {
             CHECK(1 == how_all[1], "round 1: the unlock on rank %d returned, but the frame was "
