@@ -35,4 +35,31 @@ static inline int away_counter_open(MPI_Win *win, MPI_T_pvar_handle *h)
     }
     return 0;
 }
+
+/* the take-over tests' counters: cma as above, osc_nbe_frames_taken_over and
+ * osc_nbe_frames_skipped; -1 (an error counted, win freed) when one is
+ * missing */
+typedef struct {
+    MPI_T_pvar_handle cma, taken, skipped;
+} take_over_counters_t;
+
+static inline int take_over_counters_open(MPI_Win *win, take_over_counters_t *c)
+{
+    if (0 != away_counter_open(win, &c->cma)) return -1;
+    if (0 != mdq_pvar_find("osc_nbe_frames_taken_over", &c->taken) ||
+        0 != mdq_pvar_find("osc_nbe_frames_skipped", &c->skipped)) {
+        mdq_pvar_fini();
+        MPI_Win_free(win);
+        return -1;
+    }
+    return 0;
+}
+
+static inline void take_over_counters_close(take_over_counters_t *c)
+{
+    MPI_T_pvar_handle_free(mdq_pvar_session, &c->cma);
+    MPI_T_pvar_handle_free(mdq_pvar_session, &c->taken);
+    MPI_T_pvar_handle_free(mdq_pvar_session, &c->skipped);
+    mdq_pvar_fini();
+}
 #endif

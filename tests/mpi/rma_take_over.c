@@ -111,14 +111,9 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) (N * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                    &win);
-    MPI_T_pvar_handle cma, taken, skipped;
-    if (0 != away_counter_open(&win, &cma)) return test_finish();
-    if (0 != mdq_pvar_find("osc_nbe_frames_taken_over", &taken) ||
-        0 != mdq_pvar_find("osc_nbe_frames_skipped", &skipped)) {
-        mdq_pvar_fini();
-        MPI_Win_free(&win);
-        return test_finish();
-    }
+    take_over_counters_t pv;
+    if (0 != take_over_counters_open(&win, &pv)) return test_finish();
+    MPI_T_pvar_handle cma = pv.cma, taken = pv.taken, skipped = pv.skipped;
     int first = -1;   /* rank 1: how its put of round 1 went */
     for (int round = 0; round < rounds; ++round) {
         unsigned long long cma0 = mdq_pvar_read(cma), taken0 = mdq_pvar_read(taken);
@@ -228,10 +223,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    MPI_T_pvar_handle_free(mdq_pvar_session, &cma);
-    MPI_T_pvar_handle_free(mdq_pvar_session, &taken);
-    MPI_T_pvar_handle_free(mdq_pvar_session, &skipped);
-    mdq_pvar_fini();
+    take_over_counters_close(&pv);
     MPI_Win_free(&win);
     free(mem);
     return test_finish();

@@ -116,14 +116,9 @@ int main(int argc, char **argv)
     MPI_Win win;
     MPI_Win_create(mem, (MPI_Aint) (W * sizeof(int)), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
                    &win);
-    MPI_T_pvar_handle cma, taken, skipped;
-    if (0 != away_counter_open(&win, &cma)) return test_finish();
-    if (0 != mdq_pvar_find("osc_nbe_frames_taken_over", &taken) ||
-        0 != mdq_pvar_find("osc_nbe_frames_skipped", &skipped)) {
-        mdq_pvar_fini();
-        MPI_Win_free(&win);
-        return test_finish();
-    }
+    take_over_counters_t pv;
+    if (0 != take_over_counters_open(&win, &pv)) return test_finish();
+    MPI_T_pvar_handle cma = pv.cma, taken = pv.taken, skipped = pv.skipped;
     static const double away_ms[] = { 1, 5, 20 };
     for (int round = 0; round < rounds; ++round) {
         draw_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t) round * 7919u + 1u;
@@ -194,10 +189,7 @@ int main(int argc, char **argv)
                "targets\n", rounds, all[0], all[1], all[2]);
     }
     CHECK(all[0] == all[1], "%llu frames taken over but %llu skipped", all[0], all[1]);
-    MPI_T_pvar_handle_free(mdq_pvar_session, &cma);
-    MPI_T_pvar_handle_free(mdq_pvar_session, &taken);
-    MPI_T_pvar_handle_free(mdq_pvar_session, &skipped);
-    mdq_pvar_fini();
+    take_over_counters_close(&pv);
     MPI_Win_free(&win);
     free(steps);
     free(order);
