@@ -682,32 +682,27 @@ void mdq_match_queue_tallies(const mdq_match_queue_t *q, uint64_t *n_cubes, uint
 
 /* ------------------------------------------------------------ operation 1 */
 
-mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int32_t tag,
-                                        mdq_match_cursor_t *cur)
+/* a posted receive leaves the queue matched */
+static inline mdq_match_item_t *posted_taken(mdq_match_queue_t *q, mdq_match_item_t *it,
+                                             mdq_match_cursor_t *cur)
+{
+    it->home = NULL;
+    q->stats.prq_length--;
+    bump_gen(&q->cil);
+    cursor_clear(cur);
+    return it;
+}
+
+/* The 4D search, out of line: the linear mode (small communicators, where
+ * every message of a stream passes) then runs in a small function that
+ * saves no registers it does not use. */
+static __attribute__((noinline)) mdq_match_item_t *
+take_posted_4d(mdq_match_queue_t *q, int32_t rank, int32_t tag, mdq_match_cursor_t *cur)
 {
     mdq_cil_t *L = &q->cil;
-    mdq_match_item_t *it;
-    uint64_t v;
-    q->stats.searches++;
-
-    if (!L->is4d) {
-        v = 1;
-        for (it = L->posted; it; it = it->next) {
-            v++;
-            if ((it->rank == rank || it->rank == MDQ_MATCH_ANY_SOURCE) && tag_ok(it->tag, tag)) {
-                q->stats.visits += v;
-                ilist_unlink(&L->posted, it);
-                goto matched;
-            }
-        }
-        q->stats.visits += v;
-        cursor_clear(cur); /* linear / ANY_SOURCE appends need no cursor */
-        return NULL;
-    }
-
+    mdq_match_item_t *it, *best = NULL;
     descent_t d;
-    mdq_match_item_t *best = NULL;
-    v = descend(q, (uint32_t) rank, &d);
+    uint64_t v = descend(q, (uint32_t) rank, &d);
     if (d.jp) {
         v += d.jp->split; /* the c0 table entry */
         for (it = *jp_list(d.jp, 0, rank, L->bits); it; it = it->next) {
@@ -726,25 +721,39 @@ mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int3
         if (tag_ok(it->tag, tag)) {
             q->stats.visits += v;
             ilist_unlink(&L->posted, it);
-            goto matched;
+            return posted_taken(q, it, cur);
         }
     }
     q->stats.visits += v;
     if (best) {
         jp_unlink(q, d.jp, 0, best, d.prev_cube);
-        it = best;
-        goto matched;
+        return posted_taken(q, best, cur);
     }
     if (cur)
         cursor_save(L, cur, rank, &d);
     return NULL;
+}
 
-matched:
-    it->home = NULL;
-    q->stats.prq_length--;
-    bump_gen(L);
-    cursor_clear(cur);
-    return it;
+mdq_match_item_t *mdq_match_take_posted(mdq_match_queue_t *q, int32_t rank, int32_t tag,
+                                        mdq_match_cursor_t *cur)
+{
+    mdq_cil_t *L = &q->cil;
+    q->stats.searches++;
+    if (L->is4d)
+        return take_posted_4d(q, rank, tag, cur);
+
+    uint64_t v = 1;
+    for (mdq_match_item_t *it = L->posted; it; it = it->next) {
+        v++;
+        if ((it->rank == rank || it->rank == MDQ_MATCH_ANY_SOURCE) && tag_ok(it->tag, tag)) {
+            q->stats.visits += v;
+            ilist_unlink(&L->posted, it);
+            return posted_taken(q, it, cur);
+        }
+    }
+    q->stats.visits += v;
+    cursor_clear(cur); /* linear / ANY_SOURCE appends need no cursor */
+    return NULL;
 }
 
 /* Reuse the cursor of the preceding failed search, else descend again. */
@@ -767,6 +776,26 @@ static inline mdq_jp_t *jp_for_insert(mdq_match_queue_t *q, int32_t rank, mdq_ma
     return jp_ensure(q, &d);
 }
 
+/* Queue item on its rank's JumpPoint (umq: the UMQ, else the PRQ), out of
+ * line like the 4D searches; false when no JumpPoint could be had: the
+ * queue is linear now and item not queued yet. */
+static __attribute__((noinline)) bool append_4d(mdq_match_queue_t *q, mdq_match_item_t *item,
+                                                unsigned umq, mdq_match_cursor_t *cur)
+{
+    mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
+    if (UNLIKELY(jp == NULL)) {
+        degrade_to_linear(q);
+        return false;
+    }
+    jp_add(q, jp, umq, item);
+    if (umq && (q->features & MDQ_MATCH_FEAT_ALL_UMQ))
+        all_append(&q->all_umq, item);
+    item->home = MDQ_HOME(jp, umq ? MDQ_HOME_JP_UMQ : MDQ_HOME_JP_PRQ);
+    bump_gen(&q->cil);
+    cursor_clear(cur);
+    return true;
+}
+
 void mdq_match_append_unexpected(mdq_match_queue_t *q, mdq_match_item_t *item,
                                  mdq_match_cursor_t *cur)
 {
@@ -774,18 +803,9 @@ void mdq_match_append_unexpected(mdq_match_queue_t *q, mdq_match_item_t *item,
     item->seq = L->next_seq++;
     q->stats.umq_length++;
     if (L->is4d) {
-        mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
-        if (LIKELY(jp != NULL)) {
-            jp_add(q, jp, 1, item);
-            if (q->features & MDQ_MATCH_FEAT_ALL_UMQ)
-                all_append(&q->all_umq, item);
-            item->home = MDQ_HOME(jp, MDQ_HOME_JP_UMQ);
-            bump_gen(L);
-            cursor_clear(cur);
+        if (LIKELY(append_4d(q, item, 1, cur)))
             return;
-        }
-        degrade_to_linear(q);
-        q->stats.umq_length++;
+        q->stats.umq_length++; /* degrade_to_linear recounted the queue without item */
     }
     ilist_append(&L->unexpected, item);
     item->home = MDQ_HOME(q, MDQ_HOME_Q_UMQ);
@@ -849,29 +869,26 @@ done:
     return best;
 }
 
-mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, int32_t tag,
-                                            bool remove, mdq_match_cursor_t *cur)
+/* an unexpected message found: out of the queue if remove */
+static inline mdq_match_item_t *unexpected_found(mdq_match_queue_t *q, mdq_match_item_t *it,
+                                                 bool remove, mdq_match_cursor_t *cur)
+{
+    if (remove) {
+        it->home = NULL;
+        q->stats.umq_length--;
+        bump_gen(&q->cil);
+    }
+    cursor_clear(cur);
+    return it;
+}
+
+static __attribute__((noinline)) mdq_match_item_t *
+find_unexpected_4d(mdq_match_queue_t *q, int32_t rank, int32_t tag, bool remove,
+                   mdq_match_cursor_t *cur)
 {
     mdq_cil_t *L = &q->cil;
     mdq_match_item_t *it;
     uint64_t v;
-    q->stats.searches++;
-
-    if (!L->is4d) {
-        v = 1;
-        for (it = L->unexpected; it; it = it->next) {
-            v++;
-            if ((rank == MDQ_MATCH_ANY_SOURCE || it->rank == rank) && tag_ok(tag, it->tag)) {
-                q->stats.visits += v;
-                if (remove)
-                    ilist_unlink(&L->unexpected, it);
-                goto found;
-            }
-        }
-        q->stats.visits += v;
-        cursor_clear(cur); /* linear / ANY_SOURCE appends need no cursor */
-        return NULL;
-    }
 
     if (rank == MDQ_MATCH_ANY_SOURCE) {
         v = 0;
@@ -883,7 +900,7 @@ mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, 
         }
         if (remove)
             umq_unlink_4d(q, MDQ_HOME_BASE(it->home), it, NULL);
-        goto found;
+        return unexpected_found(q, it, remove, cur);
     }
 
     descent_t d;
@@ -896,7 +913,7 @@ mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, 
                 q->stats.visits += v;
                 if (remove)
                     umq_unlink_4d(q, d.jp, it, d.prev_cube);
-                goto found;
+                return unexpected_found(q, it, remove, cur);
             }
         }
     }
@@ -904,15 +921,29 @@ mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, 
     if (cur)
         cursor_save(L, cur, rank, &d);
     return NULL;
+}
 
-found:
-    if (remove) {
-        it->home = NULL;
-        q->stats.umq_length--;
-        bump_gen(L);
+mdq_match_item_t *mdq_match_find_unexpected(mdq_match_queue_t *q, int32_t rank, int32_t tag,
+                                            bool remove, mdq_match_cursor_t *cur)
+{
+    mdq_cil_t *L = &q->cil;
+    q->stats.searches++;
+    if (L->is4d)
+        return find_unexpected_4d(q, rank, tag, remove, cur);
+
+    uint64_t v = 1;
+    for (mdq_match_item_t *it = L->unexpected; it; it = it->next) {
+        v++;
+        if ((rank == MDQ_MATCH_ANY_SOURCE || it->rank == rank) && tag_ok(tag, it->tag)) {
+            q->stats.visits += v;
+            if (remove)
+                ilist_unlink(&L->unexpected, it);
+            return unexpected_found(q, it, remove, cur);
+        }
     }
-    cursor_clear(cur);
-    return it;
+    q->stats.visits += v;
+    cursor_clear(cur); /* linear / ANY_SOURCE appends need no cursor */
+    return NULL;
 }
 
 void mdq_match_append_posted(mdq_match_queue_t *q, mdq_match_item_t *item,
@@ -922,16 +953,9 @@ void mdq_match_append_posted(mdq_match_queue_t *q, mdq_match_item_t *item,
     item->seq = L->next_seq++;
     q->stats.prq_length++;
     if (L->is4d && item->rank != MDQ_MATCH_ANY_SOURCE) {
-        mdq_jp_t *jp = jp_for_insert(q, item->rank, cur);
-        if (LIKELY(jp != NULL)) {
-            jp_add(q, jp, 0, item);
-            item->home = MDQ_HOME(jp, MDQ_HOME_JP_PRQ);
-            bump_gen(L);
-            cursor_clear(cur);
+        if (LIKELY(append_4d(q, item, 0, cur)))
             return;
-        }
-        degrade_to_linear(q);
-        q->stats.prq_length++;
+        q->stats.prq_length++; /* degrade_to_linear recounted the queue without item */
     }
     ilist_append(&L->posted, item);
     item->home = MDQ_HOME(q, MDQ_HOME_Q_PRQ);

@@ -140,6 +140,7 @@ typedef struct mca_pml_mdq_comm {
     uint32_t cid;
     uint32_t size; /* remote group size */
     mdq_match_queue_t *queue;
+    const mdq_match_stats_t *queue_stats; /* the queue's: a receive skips the search of an empty UMQ */
     opal_list_t medium; /* medium messages still missing pieces (any sender) */
     /* sparse peer table: pages allocated on first contact */
     uint32_t npages;

@@ -30,6 +30,7 @@ static void mdq_recv_request_construct(mca_pml_mdq_recv_request_t *req)
     req->req_recv.req_base.req_ompi.req_start = mca_pml_mdq_start;
     req->local_handle = NULL;
     req->rdma_btl = NULL;
+    req->prepared = false;
     memset(&req->item, 0, sizeof(req->item));
 }
 
@@ -106,6 +107,7 @@ void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, s
         req->capacity = datatype->super.size * count;
         return;
     }
+    req->prepared = true;
     opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
                                              &datatype->super, count, buf, 0, conv);
     opal_convertor_get_packed_size(conv, &req->capacity);
@@ -590,6 +592,29 @@ static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_
  * receive. false (nothing done) for anything else, which takes
  * mca_pml_mdq_recv_matched_arrival. The copy is mdq_recv_unpack's
  * contiguous case. */
+/* the parts of an eager arrival that need a message descriptor, out of
+ * line so that the fast path below keeps a small stack frame */
+static __attribute__((noinline)) void mdq_eager_queue(mca_pml_mdq_comm_t *mc,
+                                                      mca_btl_base_module_t *btl,
+                                                      const mca_btl_base_descriptor_t *des,
+                                                      mdq_match_cursor_t *cur)
+{
+    mca_pml_mdq_msg_t msg;
+    msg.hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
+    mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*msg.hdr));
+    mdq_queue_unexpected(mc, &msg, sizeof(*msg.hdr), NULL, cur);
+}
+
+static __attribute__((noinline)) void mdq_eager_deliver(mca_pml_mdq_recv_request_t *req,
+                                                        mca_btl_base_module_t *btl,
+                                                        const mca_btl_base_descriptor_t *des)
+{
+    mca_pml_mdq_msg_t msg;
+    msg.hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
+    mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*msg.hdr));
+    mca_pml_mdq_recv_request_deliver(req, &msg);
+}
+
 static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
                            const mca_btl_base_descriptor_t *des)
 {
@@ -614,10 +639,7 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     }
     it = mdq_take_next(mc, peer, hdr, &cur);
     if (NULL == it) {
-        mca_pml_mdq_msg_t msg;
-        msg.hdr = hdr;
-        mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
-        mdq_queue_unexpected(mc, &msg, sizeof(*hdr), NULL, &cur);
+        mdq_eager_queue(mc, btl, des, &cur);
         OPAL_THREAD_UNLOCK(&mc->lock);
         return true;
     }
@@ -625,10 +647,7 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
 
     req = MDQ_ITEM_TO_RECVREQ(it);
     if (OPAL_UNLIKELY(!req->contig)) {
-        mca_pml_mdq_msg_t msg;
-        msg.hdr = hdr;
-        mdq_msg_from_des(&msg, MDQ_TAG_EAGER, btl, des, sizeof(*hdr));
-        mca_pml_mdq_recv_request_deliver(req, &msg);
+        mdq_eager_deliver(req, btl, des);
         return true;
     }
     mdq_recv_take_message(req, hdr, des->des_segments[0].seg_len - sizeof(*hdr));
@@ -639,20 +658,16 @@ static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
     return true;
 }
 
-void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
-                            mca_btl_base_descriptor_t *des, void *cbdata)
+/* every arrival of a matched header but an eager message taken at once */
+static __attribute__((noinline)) void mdq_cb_matched_other(mca_pml_mdq_comm_t *mc,
+                                                           mca_btl_base_module_t *btl,
+                                                           mca_btl_base_tag_t tag,
+                                                           mca_btl_base_descriptor_t *des)
 {
     const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
-    size_t hsize;
-    ompi_communicator_t *comm = ompi_comm_lookup(hdr->cid);
-    mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
+    size_t hsize = mca_pml_mdq_hdr_size(tag, hdr);
     mca_pml_mdq_msg_t msg;
-    (void) cbdata;
 
-    if (OPAL_LIKELY(MDQ_TAG_EAGER == tag && NULL != mc) && mdq_eager_fast(mc, btl, des)) {
-        return;
-    }
-    hsize = mca_pml_mdq_hdr_size(tag, hdr);
     msg.hdr = hdr;
     mdq_msg_from_des(&msg, tag, btl, des, hsize);
     if (MDQ_TAG_RTS == tag) {
@@ -668,6 +683,20 @@ void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
         return;
     }
     mca_pml_mdq_recv_matched_arrival(mc, &msg, hsize, NULL);
+}
+
+void mca_pml_mdq_cb_matched(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
+                            mca_btl_base_descriptor_t *des, void *cbdata)
+{
+    const mdq_hdr_match_t *hdr = (const mdq_hdr_match_t *) des->des_segments[0].seg_addr.pval;
+    ompi_communicator_t *comm = ompi_comm_lookup(hdr->cid);
+    mca_pml_mdq_comm_t *mc = NULL == comm ? NULL : mca_pml_mdq_comm_of(comm);
+    (void) cbdata;
+
+    if (OPAL_LIKELY(MDQ_TAG_EAGER == tag && NULL != mc) && mdq_eager_fast(mc, btl, des)) {
+        return;
+    }
+    mdq_cb_matched_other(mc, btl, tag, des);
 }
 
 void mca_pml_mdq_recv_arrival(mca_pml_mdq_comm_t *mc, mca_pml_mdq_msg_t *msg, size_t hdr_size)
@@ -895,8 +924,8 @@ void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
 int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
 {
     mca_pml_mdq_comm_t *mc = req->mc;
-    mdq_match_cursor_t cur;
-    mdq_match_item_t *it;
+    mdq_match_cursor_t cur, *curp = NULL;
+    mdq_match_item_t *it = NULL;
     mca_pml_mdq_frag_t *frag;
     mca_pml_mdq_msg_t msg;
 
@@ -908,9 +937,14 @@ int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
     }
 
     OPAL_THREAD_LOCK(&mc->lock);
-    it = mdq_match_find_unexpected(mc->queue, req->item.rank, req->item.tag, true, &cur);
+    /* no search while no message waits (a stream whose receives are posted
+     * first); the append then finds the place itself */
+    if (0 != mc->queue_stats->umq_length) {
+        curp = &cur;
+        it = mdq_match_find_unexpected(mc->queue, req->item.rank, req->item.tag, true, curp);
+    }
     if (NULL == it) {
-        mdq_match_append_posted(mc->queue, &req->item, &cur);
+        mdq_match_append_posted(mc->queue, &req->item, curp);
         OPAL_THREAD_UNLOCK(&mc->lock);
         return OMPI_SUCCESS;
     }

@@ -52,25 +52,34 @@ typedef struct mca_pml_mdq_send_request {
 } mca_pml_mdq_send_request_t;
 OBJ_CLASS_DECLARATION(mca_pml_mdq_send_request_t);
 
+/* A stream of receives cycles through as many requests as it keeps posted
+ * (64 in a bandwidth window): every receive touches only the base request's
+ * lines and the two after item, where the fields of every receive are kept,
+ * so that such a set stays in the L1 cache (the convertor is not touched
+ * for contiguous data; cachegrind counted 11 L1 misses per 8 B message when
+ * a receive touched 9 lines, the stock pml/ucx 3) */
 typedef struct mca_pml_mdq_recv_request {
     mca_pml_base_recv_request_t req_recv;
     mdq_match_item_t item;
+    /* used by every receive */
     mca_pml_mdq_comm_t *mc;
     volatile int32_t events;
     volatile int32_t released;   /* sides (PML, user) done: the one making it 2 frees */
     volatile int32_t rdma_pending; /* gets in flight + 1 while scheduling */
     int32_t pending_op;
     bool contig;                   /* contiguous: no convertor, data goes to base */
+    bool prepared;                 /* the convertor was prepared: cleaned up at release */
     char *base;                    /* contiguous: first byte of the buffer */
     size_t capacity;               /* packed bytes the buffer can take */
     size_t length;                 /* bytes to receive: min(message, capacity) */
     volatile size_t received;   /* pipeline bytes so far */
+    mca_btl_base_registration_handle_t *local_handle;
+    size_t offset;                 /* RGET: next byte to get */
+    /* rendezvous only (set before use) */
     uint64_t sreq;                 /* matched sender request */
     mca_bml_base_endpoint_t *ep;   /* matched peer */
     mca_bml_base_btl_t *rdma_btl;
-    mca_btl_base_registration_handle_t *local_handle;
     uint64_t remote_addr;
-    size_t offset;                 /* RGET: next byte to get */
     unsigned char remote_handle[MDQ_MAX_HANDLE];
 } mca_pml_mdq_recv_request_t;
 OBJ_CLASS_DECLARATION(mca_pml_mdq_recv_request_t);
@@ -130,7 +139,15 @@ static inline void mca_pml_mdq_request_release(mca_pml_base_request_t *base)
         opal_free_list_return(&mca_pml_base_send_requests, &base->req_ompi.super);
     } else {
         mca_pml_mdq_recv_request_t *recvreq = (mca_pml_mdq_recv_request_t *) base;
-        MCA_PML_BASE_RECV_REQUEST_FINI(&recvreq->req_recv);
+        /* MCA_PML_BASE_RECV_REQUEST_FINI, but the convertor (two more cache
+         * lines) is cleaned only if a receive prepared it */
+        OMPI_REQUEST_FINI(&base->req_ompi);
+        OBJ_RELEASE(base->req_comm);
+        OMPI_DATATYPE_RELEASE(base->req_datatype);
+        if (recvreq->prepared) {
+            opal_convertor_cleanup(&base->req_convertor);
+            recvreq->prepared = false;
+        }
         opal_free_list_return(&mca_pml_base_recv_requests, &base->req_ompi.super);
     }
 }
@@ -185,7 +202,6 @@ static inline void mca_pml_mdq_recv_request_reset(mca_pml_mdq_recv_request_t *re
     req->offset = 0;
     req->pending_op = MDQ_PENDING_NONE;
     req->local_handle = NULL;
-    req->rdma_btl = NULL;
 }
 
 mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void);
