@@ -832,9 +832,13 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
 
 /* Contiguous standard sends that fit one BTL message (eager, or a medium
  * message of one piece) go out with btl_sendi, or copied into a descriptor
- * when sendi refuses (the BTL has sends queued), and need no request. */
-static int mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst,
-                           int tag, ompi_communicator_t *comm, uint16_t *seq_out)
+ * when sendi refuses (the BTL has sends queued), and need no request.
+ * Inlined into isend and send, whose fast path then makes no call of its
+ * own (28 of the 468 instructions per 8 B message a sending rank executed
+ * in a bandwidth stream, callgrind). */
+static inline __attribute__((always_inline)) int
+mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
+                ompi_communicator_t *comm, uint16_t *seq_out)
 {
     mca_pml_mdq_comm_t *mc = mca_pml_mdq_comm_of(comm);
     ompi_proc_t *proc;
