@@ -56,6 +56,7 @@ static void mdq_comm_construct(mca_pml_mdq_comm_t *mc)
     OBJ_CONSTRUCT(&mc->lock, opal_mutex_t);
     mc->comm = NULL;
     mc->queue = NULL;
+    mc->queue_stats = NULL;
     mc->npages = 0;
     mc->pages = NULL;
     OBJ_CONSTRUCT(&mc->medium, opal_list_t);
@@ -288,7 +289,10 @@ int mca_pml_mdq_del_procs(struct ompi_proc_t **procs, size_t nprocs)
 /* Request objects spaced an odd number of cache lines apart: the few lines
  * each request uses then spread over all the sets of the L1 cache (at 12
  * lines apart, a multiple of 4, 64 receives kept posted filled some sets
- * of a 64-set cache past its 8 ways and left others a quarter empty) */
+ * of a 64-set cache past its 8 ways and left others a quarter empty). In
+ * units of opal_cache_line_size: where hwloc does not know the line size,
+ * Open MPI assumes 128 B and the spreading is lost on 64 B lines (speed
+ * only). */
 static size_t mdq_odd_lines(size_t size)
 {
     size_t lines = (size + opal_cache_line_size - 1) / opal_cache_line_size;

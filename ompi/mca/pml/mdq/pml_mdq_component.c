@@ -329,7 +329,9 @@ static int mca_pml_mdq_component_register(void)
     mdq_register_stat_pvar("unexpected_msgq_length", "Unexpected messages currently queued "
                            "(all communicators)", MCA_BASE_PVAR_CLASS_SIZE, MDQ_STAT_UMQ);
     mdq_register_stat_pvar("match_attempts", "Searches of the matching queues of live "
-                           "communicators", MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_SEARCHES);
+                           "communicators (a receive posted while no unexpected message "
+                           "waits searches nothing)", MCA_BASE_PVAR_CLASS_COUNTER,
+                           MDQ_STAT_SEARCHES);
     mdq_register_stat_pvar("match_items_visited", "Items and structure nodes visited by "
                            "searches of the matching queues of live communicators",
                            MCA_BASE_PVAR_CLASS_COUNTER, MDQ_STAT_VISITS);

@@ -586,12 +586,6 @@ static void mdq_msg_from_des(mca_pml_mdq_msg_t *msg, uint8_t type, mca_btl_base_
     msg->iov_count = n;
 }
 
-/* The common small message, without building a message descriptor unless
- * it is queued: an eager message in one segment, next in sequence from its
- * sender (nothing held), delivered straight into a posted contiguous
- * receive. false (nothing done) for anything else, which takes
- * mca_pml_mdq_recv_matched_arrival. The copy is mdq_recv_unpack's
- * contiguous case. */
 /* the parts of an eager arrival that need a message descriptor, out of
  * line so that the fast path below keeps a small stack frame */
 static __attribute__((noinline)) void mdq_eager_queue(mca_pml_mdq_comm_t *mc,
@@ -615,6 +609,11 @@ static __attribute__((noinline)) void mdq_eager_deliver(mca_pml_mdq_recv_request
     mca_pml_mdq_recv_request_deliver(req, &msg);
 }
 
+/* The common small message, without building a message descriptor unless
+ * it is queued: an eager message in one segment, next in sequence from its
+ * sender (nothing held), delivered straight into a posted contiguous
+ * receive. false (nothing done) for anything else, which takes
+ * mdq_cb_matched_other. The copy is mdq_recv_unpack's contiguous case. */
 static bool mdq_eager_fast(mca_pml_mdq_comm_t *mc, mca_btl_base_module_t *btl,
                            const mca_btl_base_descriptor_t *des)
 {

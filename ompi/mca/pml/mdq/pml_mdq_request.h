@@ -54,14 +54,16 @@ OBJ_CLASS_DECLARATION(mca_pml_mdq_send_request_t);
 
 /* A stream of receives cycles through as many requests as it keeps posted
  * (64 in a bandwidth window): every receive touches only the base request's
- * lines and the two after item, where the fields of every receive are kept,
- * so that such a set stays in the L1 cache (the convertor is not touched
- * for contiguous data; cachegrind counted 11 L1 misses per 8 B message when
- * a receive touched 9 lines, the stock pml/ucx 3) */
+ * lines and the two after item, where the fields every receive uses are
+ * kept, so that such a set stays in the L1 cache (the convertor is not
+ * touched for contiguous data; callgrind's cache simulation counted 11 L1
+ * misses per 8 B message when a receive touched 9 lines, 2.5 now, the stock
+ * pml/ucx 2.9: docs/bench-pt2pt/s30/callgrind-bw8.txt) */
 typedef struct mca_pml_mdq_recv_request {
     mca_pml_base_recv_request_t req_recv;
     mdq_match_item_t item;
-    /* used by every receive */
+    /* used by every receive (rdma_pending only by rendezvous, but it fills
+     * the line) */
     mca_pml_mdq_comm_t *mc;
     volatile int32_t events;
     volatile int32_t released;   /* sides (PML, user) done: the one making it 2 frees */
