@@ -588,8 +588,13 @@ void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name,
                                 int level, unsigned value, unsigned *storage);
 void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, bool value, bool *storage);
+/* sending to peer (or, peer < 0, a completion) failed with rc: the window
+ * fails, said once at verbosity 1 (osc_nbe_am.c) */
+void ompi_osc_nbe_link_failed(ompi_osc_nbe_module_t *module, int peer, int rc);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
+void ompi_osc_nbe_rdma_register_params(const mca_base_component_t *c);
+void ompi_osc_nbe_rdma_finalize(void);
 void ompi_osc_nbe_op_free(ompi_osc_nbe_op_t *op);
 /* frees the process-wide cache of op objects (component close) */
 int ompi_osc_nbe_ops_init(void);
@@ -640,7 +645,12 @@ bool ompi_osc_nbe_target_away(ompi_osc_nbe_module_t *module, int peer);
 void ompi_osc_nbe_target_away_counted(void);
 /* the BTL (vader with CMA, counting as remote-complete) that a transfer of
  * a passive epoch to peer, away from MPI, takes by CMA whatever its size or
- * datatypes; NULL: none, or the peer is not away (osc_nbe_am.c) */
+ * datatypes; NULL: none, or the peer is not away (osc_nbe_rdma.c) */
+/* the RDMA BTL to a target away from MPI in a passive epoch, if the data
+ * need not wait for the target there (remote-complete: no FIN), else NULL
+ * (osc_nbe_rdma.c) */
+struct mca_bml_base_btl_t *ompi_osc_nbe_away_btl(ompi_osc_nbe_module_t *module, int peer,
+                                                 bool is_put);
 struct mca_bml_base_btl_t *ompi_osc_nbe_away_cma_btl(ompi_osc_nbe_module_t *module, int peer,
                                                       bool is_put);
 void ompi_osc_nbe_wait_watch_init(ompi_osc_nbe_wait_watch_t *w, ompi_osc_nbe_module_t *module,

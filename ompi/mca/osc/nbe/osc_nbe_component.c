@@ -22,6 +22,15 @@ uintptr_t ompi_osc_nbe_big_lock_owner;
 int ompi_osc_nbe_big_lock_depth;
 
 
+/* a process-wide counter as an MPI_T pvar */
+void ompi_osc_nbe_register_counter(const mca_base_component_t *c, const char *name,
+                                   const char *desc, unsigned long long *counter)
+{
+    (void) mca_base_component_pvar_register(c, name, desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+        MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_NO_OBJECT,
+        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL, counter);
+}
+
 void ompi_osc_nbe_register_uint(const mca_base_component_t *c, const char *name, const char *desc,
                                 int level, unsigned value, unsigned *storage)
 {
@@ -323,6 +332,7 @@ static int component_register(void)
         &mca_osc_nbe_component.btl_tag);
 
     ompi_osc_nbe_am_register_params(c);
+    ompi_osc_nbe_rdma_register_params(c);
     ompi_osc_nbe_hold_register_params(c);
     ompi_osc_nbe_claim_register_params(c);
     ompi_osc_nbe_shm_register_params(c);
@@ -437,6 +447,7 @@ static int component_finalize(void)
     OBJ_DESTRUCT(&mca_osc_nbe_component.modules);
     opal_output_close(mca_osc_nbe_component.output);
     ompi_osc_nbe_am_finalize();
+    ompi_osc_nbe_rdma_finalize();
     ompi_osc_nbe_adapt_fini();
     OBJ_DESTRUCT(&mca_osc_nbe_component.ops);
     OBJ_DESTRUCT(&ompi_osc_nbe_big_lock);
