@@ -591,6 +591,9 @@ void ompi_osc_nbe_register_bool(const mca_base_component_t *c, const char *name,
 /* sending to peer (or, peer < 0, a completion) failed with rc: the window
  * fails, said once at verbosity 1 (osc_nbe_am.c) */
 void ompi_osc_nbe_link_failed(ompi_osc_nbe_module_t *module, int peer, int rc);
+/* origin: a peer refused an access of ours (code); the next synchronization
+ * call returns the first such error (osc_nbe_apply.c) */
+void ompi_osc_nbe_note_remote_error(ompi_osc_nbe_module_t *module, int code);
 void ompi_osc_nbe_am_register_params(const mca_base_component_t *c);
 void ompi_osc_nbe_am_finalize(void);
 void ompi_osc_nbe_rdma_register_params(const mca_base_component_t *c);
