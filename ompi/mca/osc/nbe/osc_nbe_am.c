@@ -12,10 +12,8 @@
 
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
-#include "opal/util/argv.h"
 #include "opal/datatype/opal_convertor.h"
 #include "ompi/datatype/ompi_datatype.h"
-#include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/mca/bml/base/base.h"

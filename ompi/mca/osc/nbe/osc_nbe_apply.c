@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "opal/util/output.h"
-#include "opal/sys/atomic.h"
 #include "ompi/errhandler/errcode-internal.h"
 
 /* the accumulate word under which this process applies the accumulate

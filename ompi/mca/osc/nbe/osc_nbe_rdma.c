@@ -6,7 +6,6 @@
 
 #include <string.h>
 
-#include "opal/util/output.h"
 #include "opal/util/argv.h"
 #include "opal/mca/btl/btl.h"
 #include "ompi/mca/bml/bml.h"
