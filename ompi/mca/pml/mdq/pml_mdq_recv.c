@@ -80,22 +80,31 @@ static int mdq_recv_request_cancel(ompi_request_t *request, int complete)
     return OMPI_SUCCESS;
 }
 
-mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void)
-{
-    mca_pml_mdq_recv_request_t *req =
-        (mca_pml_mdq_recv_request_t *) opal_free_list_get(&mca_pml_base_recv_requests);
-    if (OPAL_LIKELY(NULL != req)) {
-        req->released = 0;
-    }
-    return req;
-}
-
-void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
-                                   ompi_datatype_t *datatype, int src, int tag,
-                                   ompi_communicator_t *comm, bool persistent)
+/* a receive of non-contiguous data (or heterogeneous peers) goes through
+ * the convertor; out of line, so that contiguous receives do not carry it */
+static void __attribute__((noinline))
+mdq_recv_request_prepare_convertor(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
+                                   ompi_datatype_t *datatype)
 {
     opal_convertor_t *conv = &req->req_recv.req_base.req_convertor;
 
+    req->prepared = true;
+    opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
+                                             &datatype->super, count, buf, 0, conv);
+    opal_convertor_get_packed_size(conv, &req->capacity);
+    req->contig = !opal_convertor_need_buffers(conv);
+    if (req->contig) {
+        opal_convertor_get_current_pointer(conv, (void **) &req->base);
+    }
+}
+
+/* the body of init, inlined into irecv: MPI_Irecv then makes no call of its
+ * own before the queue (the out-of-line init below is for the other users) */
+static inline __attribute__((always_inline)) void
+mdq_recv_request_init_inline(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
+                             ompi_datatype_t *datatype, int src, int tag,
+                             ompi_communicator_t *comm, bool persistent)
+{
     MCA_PML_BASE_RECV_REQUEST_INIT(&req->req_recv, buf, count, datatype, src, tag, comm,
                                    persistent);
     req->mc = mca_pml_mdq_comm_of(comm);
@@ -107,14 +116,14 @@ void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, s
         req->capacity = datatype->super.size * count;
         return;
     }
-    req->prepared = true;
-    opal_convertor_copy_and_prepare_for_recv(ompi_proc_local_proc->super.proc_convertor,
-                                             &datatype->super, count, buf, 0, conv);
-    opal_convertor_get_packed_size(conv, &req->capacity);
-    req->contig = !opal_convertor_need_buffers(conv);
-    if (req->contig) {
-        opal_convertor_get_current_pointer(conv, (void **) &req->base);
-    }
+    mdq_recv_request_prepare_convertor(req, buf, count, datatype);
+}
+
+void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
+                                   ompi_datatype_t *datatype, int src, int tag,
+                                   ompi_communicator_t *comm, bool persistent)
+{
+    mdq_recv_request_init_inline(req, buf, count, datatype, src, tag, comm, persistent);
 }
 
 /* ---- delivery ---- */
@@ -920,7 +929,9 @@ void mca_pml_mdq_cb_fin(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
 
 /* ---- posting ---- */
 
-int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
+/* the body of start, inlined into irecv like init's */
+static inline __attribute__((always_inline)) int
+mdq_recv_request_start_inline(mca_pml_mdq_recv_request_t *req)
 {
     mca_pml_mdq_comm_t *mc = req->mc;
     mdq_match_cursor_t cur, *curp = NULL;
@@ -956,6 +967,11 @@ int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
     return OMPI_SUCCESS;
 }
 
+int mca_pml_mdq_recv_request_start(mca_pml_mdq_recv_request_t *req)
+{
+    return mdq_recv_request_start_inline(req);
+}
+
 int mca_pml_mdq_irecv_init(void *buf, size_t count, ompi_datatype_t *datatype, int src, int tag,
                            ompi_communicator_t *comm, ompi_request_t **request)
 {
@@ -978,9 +994,9 @@ int mca_pml_mdq_irecv(void *buf, size_t count, ompi_datatype_t *datatype, int sr
     if (OPAL_UNLIKELY(NULL == req)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    mca_pml_mdq_recv_request_init(req, buf, count, datatype, src, tag, comm, false);
+    mdq_recv_request_init_inline(req, buf, count, datatype, src, tag, comm, false);
     *request = &req->req_recv.req_base.req_ompi;
-    rc = mca_pml_mdq_recv_request_start(req);
+    rc = mdq_recv_request_start_inline(req);
     if (OPAL_UNLIKELY(OMPI_SUCCESS != rc)) {
         req->req_recv.req_base.req_pml_complete = true;
         mdq_recv_request_release(req);

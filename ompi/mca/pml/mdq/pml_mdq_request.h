@@ -206,7 +206,16 @@ static inline void mca_pml_mdq_recv_request_reset(mca_pml_mdq_recv_request_t *re
     req->local_handle = NULL;
 }
 
-mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void);
+static inline mca_pml_mdq_recv_request_t *mca_pml_mdq_recv_request_alloc(void)
+{
+    mca_pml_mdq_recv_request_t *req =
+        (mca_pml_mdq_recv_request_t *) opal_free_list_get(&mca_pml_base_recv_requests);
+    if (OPAL_LIKELY(NULL != req)) {
+        req->released = 0;
+    }
+    return req;
+}
+
 void mca_pml_mdq_recv_request_init(mca_pml_mdq_recv_request_t *req, void *buf, size_t count,
                                    ompi_datatype_t *datatype, int src, int tag,
                                    ompi_communicator_t *comm, bool persistent);
