@@ -73,13 +73,49 @@ void ompi_scale_copy_blocks(void *dst, const void *src, size_t n);
 /* For tests and benchmarks: the SSE2 loop whatever the CPU (memcpy off x86-64) */
 void ompi_scale_copy_blocks_sse2(void *dst, const void *src, size_t n);
 
-/* memcpy for non-overlapping buffers that avoids the penalty: the block
- * loop when the distance is short and memcpy is slow here, else memcpy.
+/* largest copy ompi_scale_copy_small takes */
+#define OMPI_SCALE_COPY_SMALL_MAX 16
+
+/* Copy of n <= OMPI_SCALE_COPY_SMALL_MAX bytes without a call: two
+ * overlapping loads of 8, 4 or 1 bytes, then the stores (memmove-safe).
+ * memcpy of a size known only at run time is a call through the PLT to
+ * glibc's dispatched copy: with it, an 8 B eager send took 22 instructions
+ * more on the sending rank (callgrind, pt2pt_bandwidth -m 8:8 -W 64). */
+static inline void ompi_scale_copy_small(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = (unsigned char *) dst;
+    const unsigned char *s = (const unsigned char *) src;
+
+    if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, s, 8);
+        memcpy(&tail, s + n - 8, 8);
+        memcpy(d, &head, 8);
+        memcpy(d + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, s, 4);
+        memcpy(&tail, s + n - 4, 4);
+        memcpy(d, &head, 4);
+        memcpy(d + n - 4, &tail, 4);
+    } else if (n > 0) {
+        unsigned char first = s[0], middle = s[n / 2], last = s[n - 1];
+        d[0] = first;
+        d[n / 2] = middle;
+        d[n - 1] = last;
+    }
+}
+
+/* memcpy for non-overlapping buffers that avoids the penalty: the small
+ * copy above up to 16 bytes, the block loop when the distance is short
+ * and memcpy is slow here, else memcpy.
  * Overlapping buffers (erroneous) get memmove there, not a wrong copy
  * (glibc's memcpy happens to be a memmove on x86-64). */
 static inline void ompi_scale_copy(void *dst, const void *src, size_t n)
 {
-    if (__builtin_expect(ompi_scale_copy_short_distance(dst, src, n), 0) &&
+    if (n <= OMPI_SCALE_COPY_SMALL_MAX) {
+        ompi_scale_copy_small(dst, src, n);
+    } else if (__builtin_expect(ompi_scale_copy_short_distance(dst, src, n), 0) &&
         ompi_scale_copy_user_slow()) {
         if ((uintptr_t) dst - (uintptr_t) src >= n && (uintptr_t) src - (uintptr_t) dst >= n) {
             ompi_scale_copy_blocks(dst, src, n);

@@ -182,6 +182,26 @@ START_TEST(overlap_is_moved)
 }
 END_TEST
 
+/* the small copy at every size it takes, at every alignment, and between
+ * overlapping buffers in both directions (memmove's result) */
+START_TEST(small_copies)
+{
+    unsigned char buf[64], expect[64];
+    for (size_t n = 0; n <= OMPI_SCALE_COPY_SMALL_MAX; ++n) {
+        for (size_t s_off = 0; s_off < 24; ++s_off) {
+            for (size_t d_off = 0; d_off < 24; ++d_off) {
+                for (size_t i = 0; i < sizeof(buf); ++i) buf[i] = (unsigned char) (i * 29 + n + 1);
+                memcpy(expect, buf, sizeof(buf));
+                memmove(expect + 8 + d_off, expect + 8 + s_off, n);
+                ompi_scale_copy_small(buf + 8 + d_off, buf + 8 + s_off, n);
+                ck_assert_msg(0 == memcmp(buf, expect, sizeof(buf)),
+                              "%zu bytes from offset %zu to %zu wrong", n, s_off, d_off);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(mode_switch)
 {
     ck_assert_int_eq(ompi_scale_copy_get_mode(), OMPI_SCALE_COPY_GUARD_AUTO);   /* default */
@@ -240,6 +260,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, copies_are_exact, 0, NWAYS);
     tcase_add_test(tc, blocks_every_tail);
     tcase_add_test(tc, overlap_is_moved);
+    tcase_add_test(tc, small_copies);
     tcase_add_test(tc, mode_switch);
     tcase_add_test(tc, auto_is_stable);
     suite_add_tcase(s, tc);

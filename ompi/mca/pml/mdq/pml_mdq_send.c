@@ -834,8 +834,8 @@ int mca_pml_mdq_isend_init(const void *buf, size_t count, ompi_datatype_t *datat
  * message of one piece) go out with btl_sendi, or copied into a descriptor
  * when sendi refuses (the BTL has sends queued), and need no request.
  * Inlined into isend and send, whose fast path then makes no call of its
- * own (28 of the 468 instructions per 8 B message a sending rank executed
- * in a bandwidth stream, callgrind). */
+ * own (about 30 instructions fewer per 8 B message on a sending rank in a
+ * bandwidth stream, callgrind; docs/bench-pt2pt.md, session 30). */
 static inline __attribute__((always_inline)) int
 mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int dst, int tag,
                 ompi_communicator_t *comm, uint16_t *seq_out)
@@ -904,9 +904,7 @@ mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int ds
 
     if (MDQ_TAG_EAGER == proto && size <= MDQ_INLINE_COPY_MAX) {
         /* small: header and payload as one header block, no convertor */
-        if (size > 0) {
-            memcpy(hdr.raw + sizeof(hdr.m), data, size);
-        }
+        ompi_scale_copy(hdr.raw + sizeof(hdr.m), data, size); /* up to 16 B without a call */
         rc = btl->btl_sendi(btl, bml_btl->btl_endpoint, NULL, &hdr, sizeof(hdr.m) + size, 0,
                             MCA_BTL_NO_ORDER, MDQ_SEND_FLAGS, MDQ_TAG_EAGER, NULL);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
