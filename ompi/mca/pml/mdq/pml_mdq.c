@@ -328,6 +328,7 @@ int mca_pml_mdq_enable(bool enable)
     OBJ_CONSTRUCT(&mca_pml_mdq.frags, opal_free_list_t);
     OBJ_CONSTRUCT(&mca_pml_mdq.big_bufs, opal_free_list_t);
     mca_pml_mdq.pending_count = 0;
+    mca_pml_mdq.copied_in_flight = 0;
 
     mca_pml_mdq.pool = mdq_match_pool_create();
     if (NULL == mca_pml_mdq.pool) {

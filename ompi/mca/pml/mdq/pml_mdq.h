@@ -104,6 +104,11 @@ typedef struct mca_pml_mdq_module {
     opal_list_t pending_recv;
     opal_list_t pending_ctl;
     volatile int32_t pending_count;
+    /* messages copied into BTL descriptors without a request whose BTL has
+     * not called back yet (vader: not yet taken in by the receiver); the
+     * vader fast box is used for medium messages only when there are none,
+     * so that a message in the box does not overtake them */
+    volatile int32_t copied_in_flight;
 
     /* communicators alive (for pvars) and fragments for unknown ones */
     opal_mutex_t comms_lock;
@@ -235,6 +240,12 @@ static inline mca_pml_mdq_peer_t *mca_pml_mdq_peer_get(mca_pml_mdq_comm_t *mc, i
     }
     return mca_pml_mdq_peer_page_alloc(mc, rank);
 }
+
+/* Would vader's btl_sendi copy size bytes from src (after hsize header
+ * bytes) into the peer's fast box, at a distance where memcpy is not slow?
+ * False for other BTLs (pml_mdq_vader.c) */
+bool mca_pml_mdq_vader_fbox_safe(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                                 const void *src, size_t hsize, size_t size);
 
 /* fragment copies */
 mca_pml_mdq_frag_t *mca_pml_mdq_frag_alloc(size_t len);

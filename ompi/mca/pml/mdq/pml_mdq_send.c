@@ -151,6 +151,14 @@ static void mdq_eager_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpo
  * job's communicator). vader calls back once the receiver has returned the
  * fragment. Requests take this path where the BTL has no send-immediate
  * (tcp), where it refused, or where the copy guard chose it. */
+/* a descriptor of mdq_send_copied without a request is back from the BTL */
+static void mdq_copied_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                            mca_btl_base_descriptor_t *des, int status)
+{
+    OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.copied_in_flight, -1);
+    mca_pml_mdq_des_sent(btl, ep, des, status);
+}
+
 static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
                            opal_convertor_t *conv, const void *data, size_t size, uint8_t tag,
                            mca_pml_mdq_send_request_t *owner)
@@ -188,11 +196,16 @@ static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t 
         des->des_cbdata = owner;
         OPAL_THREAD_ADD_FETCH32(&owner->events, 1);
     } else {
-        des->des_cbfunc = mca_pml_mdq_des_sent; /* some BTLs (tcp) always call it */
+        des->des_cbfunc = mdq_copied_sent; /* some BTLs (tcp) always call it */
+        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.copied_in_flight, 1);
     }
     MDQ_VERBOSE(20, "pml:mdq: %zu bytes (tag %u) copied into a descriptor", hsize + size,
                 (unsigned) tag);
     rc = mca_bml_base_send(bml_btl, des, tag);
+    if (NULL == owner && (rc < 0 || 1 == rc)) {
+        /* no callback will come (1: sent at once, and not asked to call back) */
+        OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.copied_in_flight, -1);
+    }
     if (OPAL_UNLIKELY(rc < 0)) {
         if (NULL != owner) {
             OPAL_THREAD_ADD_FETCH32(&owner->events, -1);
@@ -911,10 +924,12 @@ mdq_send_inline(const void *buf, size_t count, ompi_datatype_t *datatype, int ds
             rc = mdq_send_copied(bml_btl, &hdr, sizeof(hdr.m) + size, NULL, NULL, 0, proto, NULL);
         }
     } else if (mdq_copy_ourselves(true, size)
+               && !mca_pml_mdq_vader_fbox_safe(btl, bml_btl->btl_endpoint, data, hsize, size)
                && OMPI_SUCCESS == (rc = mdq_send_copied(bml_btl, &hdr, hsize, NULL, data, size,
                                                         proto, NULL))) {
         /* sent (else the BTL's own copy below: vader with XPMEM, for
-         * one, has no large buffers for btl_alloc) */
+         * one, has no large buffers for btl_alloc; or vader's fast box,
+         * which the copy reaches at a safe distance) */
     } else {
         OBJ_CONSTRUCT(&conv, opal_convertor_t);
         opal_convertor_copy_and_prepare_for_send(proc->super.proc_convertor, &datatype->super,
