@@ -140,6 +140,14 @@ static void mdq_eager_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpo
     mca_pml_mdq_send_request_event_done((mca_pml_mdq_send_request_t *) des->des_cbdata);
 }
 
+/* a descriptor of mdq_send_copied without a request is back from the BTL */
+static void mdq_copied_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                            mca_btl_base_descriptor_t *des, int status)
+{
+    OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.copied_in_flight, -1);
+    mca_pml_mdq_des_sent(btl, ep, des, status);
+}
+
 /* Header and payload copied into one descriptor from btl_alloc and sent:
  * the data is out of the user's buffer when this returns. The payload
  * comes from conv (packed; a contiguous one is copied straight from its
@@ -151,14 +159,6 @@ static void mdq_eager_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpo
  * job's communicator). vader calls back once the receiver has returned the
  * fragment. Requests take this path where the BTL has no send-immediate
  * (tcp), where it refused, or where the copy guard chose it. */
-/* a descriptor of mdq_send_copied without a request is back from the BTL */
-static void mdq_copied_sent(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
-                            mca_btl_base_descriptor_t *des, int status)
-{
-    OPAL_THREAD_ADD_FETCH32(&mca_pml_mdq.copied_in_flight, -1);
-    mca_pml_mdq_des_sent(btl, ep, des, status);
-}
-
 static int mdq_send_copied(mca_bml_base_btl_t *bml_btl, const void *hdr, size_t hsize,
                            opal_convertor_t *conv, const void *data, size_t size, uint8_t tag,
                            mca_pml_mdq_send_request_t *owner)

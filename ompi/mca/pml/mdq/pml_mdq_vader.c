@@ -9,7 +9,7 @@
  * sends the descriptor through vader's FIFO. A message that fits a
  * quarter of vader's fast box could go through btl_sendi instead: vader
  * copies it into the peer's box with memcpy, and the receiver polls the box
- * before the FIFO: 4 KiB ping-pongs take 0.79-0.92 of the time through the
+ * before the FIFO: 4 KiB ping-pongs take 0.86-0.92 of the time through the
  * FIFO (docs/bench-pt2pt.md, session 31). This file reads vader's endpoint
  * as vader's own fbox_sendi does, to tell where the box would take the
  * message and whether the copy there would run at a slow distance; only
