@@ -104,10 +104,12 @@ typedef struct mca_pml_mdq_module {
     opal_list_t pending_recv;
     opal_list_t pending_ctl;
     volatile int32_t pending_count;
-    /* messages copied into BTL descriptors without a request whose BTL has
-     * not called back yet (vader: not yet taken in by the receiver); the
-     * vader fast box is used for medium messages only when there are none,
-     * so that a message in the box does not overtake them */
+    /* messages copied into BTL descriptors by mdq_send_copied without a
+     * request (to any peer, over any BTL) whose BTL has not called back yet
+     * (vader: not yet taken in by the receiver); medium messages use vader's
+     * fast box only when there are none, so that they do not overtake them
+     * (speed only: other FIFO messages may still be overtaken, and the
+     * receiver restores the order by sequence number) */
     volatile int32_t copied_in_flight;
 
     /* communicators alive (for pvars) and fragments for unknown ones */

@@ -18,13 +18,34 @@
  * would overtake them, and the receiver would hold it back until they
  * came (in a stream of 4 KiB messages, 0.77 of the bandwidth).
  *
- * It depends on vader's endpoint layout in Open MPI 4.1.4 (the headers of
- * the source the component is built against); it only reads the endpoint
- * and never writes it or the box, so a wrong answer costs speed only.
+ * It depends on vader's endpoint layout in Open MPI 4.1.4: the headers of
+ * the source the component is built against, which must match the vader
+ * that is loaded (as the rest of the component's use of internal headers
+ * does). It never writes the endpoint or the box: a wrong decision costs
+ * speed only. Where vader was configured with XPMEM or KNEM, its headers
+ * need those packages' headers, which the build may not find: such builds
+ * keep the guarded descriptor path for medium messages, as before.
  */
 #include "ompi_config.h"
 
 #include <string.h>
+
+#include "pml_mdq.h"
+
+#if OPAL_BTL_VADER_HAVE_XPMEM || OPAL_BTL_VADER_HAVE_KNEM
+
+bool mca_pml_mdq_vader_fbox_safe(mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+                                 const void *src, size_t hsize, size_t size)
+{
+    (void) btl;
+    (void) ep;
+    (void) src;
+    (void) hsize;
+    (void) size;
+    return false;
+}
+
+#else
 
 #include "opal/mca/base/mca_base_var.h"
 /* in the order vader's own sources include them */
@@ -34,8 +55,6 @@
 #include "opal/mca/btl/vader/btl_vader_endpoint.h"
 #include "opal/mca/btl/vader/btl_vader_fbox.h"
 #include "opal/threads/threads.h"
-
-#include "pml_mdq.h"
 
 static mca_btl_base_module_t *vader_module; /* the module found to be vader */
 static unsigned int vader_fbox_size;        /* btl_vader_fbox_size, read once */
@@ -117,3 +136,5 @@ bool mca_pml_mdq_vader_fbox_safe(mca_btl_base_module_t *btl, struct mca_btl_base
                                                + sizeof(mca_btl_vader_fbox_hdr_t) + hsize,
                                            src, size);
 }
+
+#endif /* OPAL_BTL_VADER_HAVE_XPMEM || OPAL_BTL_VADER_HAVE_KNEM */
