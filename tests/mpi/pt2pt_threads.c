@@ -17,6 +17,17 @@
  * they are out: Open MPI 4.1's mca_pml_base_bsend_request_start counts the
  * pending buffered sends outside its lock, and with it concurrent sends
  * lost counts and detach waited forever (an alarm reports that).
+ * Last, PTHREADS threads each restart their own persistent requests with
+ * Start/Wait, as MPICH's threads/pt2pt mt_*sendrecv_pers* do: PLOOPS rounds
+ * of a small MPI_Ssend_init / MPI_Recv_init pair, then a few of a
+ * rendezvous-sized one. mdq once stored 0 in a request's release count when
+ * a round started: the previous round's completion, often in another
+ * thread (a synchronous send completes on the peer's ACK), added its one
+ * after signalling, so the store could lose it, and a later round then
+ * returned the request to the free list while the user still held it. The
+ * old code crashed in 5 of 6 runs of this phase (segfault, or free() of an
+ * invalid pointer); versions of it with a rendezvous round every 100, or
+ * standard-mode small sends, caught it in 0-1 of 6.
  */
 #include "pt2pt_common.h"
 #include <pthread.h>
@@ -177,6 +188,59 @@ static void buffered_phase(void)
     free(buf);
 }
 
+#define PTHREADS 8
+#define PLOOPS 3000
+#define PSMALL 64
+#define PLARGE 300000
+#define PLARGE_ROUNDS 4
+
+/* rounds of one persistent request of n bytes, tag 3000 + t */
+static void persistent_rounds(int t, size_t n, int rounds, int sync)
+{
+    int peer = rank ^ 1;
+    int sender = 0 == rank % 2;
+    unsigned char *buf = calloc(1, n);
+    MPI_Request r;
+    if (sender && sync) MPI_Ssend_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
+    else if (sender) MPI_Send_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
+    else MPI_Recv_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
+    for (int it = 0; it < rounds; it++) {
+        if (sender) fill(buf, n, t * 100 + it);
+        MPI_Start(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        if (r == MPI_REQUEST_NULL) {
+            fprintf(stderr, "[%d] thread %d: a persistent request became MPI_REQUEST_NULL\n", rank, t);
+            __atomic_add_fetch(&errs, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (!sender && verify(buf, n, t * 100 + it)) {
+            fprintf(stderr, "[%d] thread %d round %d: bad data in a persistent receive (%zu B)\n",
+                    rank, t, it, n);
+            __atomic_add_fetch(&errs, 1, __ATOMIC_RELAXED);
+        }
+    }
+    MPI_Request_free(&r);
+    free(buf);
+}
+
+static void *persistent_worker(void *arg)
+{
+    int t = (int) (intptr_t) arg;
+    /* a synchronous send completes when the peer's ACK arrives, in
+     * whichever thread runs progress then */
+    persistent_rounds(t, PSMALL, PLOOPS, 1);
+    persistent_rounds(t, PLARGE, PLARGE_ROUNDS, t & 1);
+    return NULL;
+}
+
+static void persistent_phase(void)
+{
+    pthread_t th[PTHREADS];
+    for (int t = 0; t < PTHREADS; t++) pthread_create(&th[t], NULL, persistent_worker, (void *) (intptr_t) t);
+    for (int t = 0; t < PTHREADS; t++) pthread_join(th[t], NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -196,5 +260,6 @@ int main(int argc, char **argv)
     for (int t = 0; t < NTHREADS; t++) MPI_Comm_free(&comms[t]);
     rate_phase();
     buffered_phase();
+    persistent_phase();
     return test_finish();
 }

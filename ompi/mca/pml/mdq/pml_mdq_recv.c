@@ -939,12 +939,12 @@ mdq_recv_request_start_inline(mca_pml_mdq_recv_request_t *req)
     mca_pml_mdq_frag_t *frag;
     mca_pml_mdq_msg_t msg;
 
+    if (OPAL_UNLIKELY(NULL == mc)) {
+        return OMPI_ERR_BAD_PARAM; /* before the reset: a persistent round not started */
+    }
     mca_pml_mdq_recv_request_reset(req);
     req->item.rank = req->req_recv.req_base.req_peer;
     req->item.tag = req->req_recv.req_base.req_tag;
-    if (OPAL_UNLIKELY(NULL == mc)) {
-        return OMPI_ERR_BAD_PARAM;
-    }
 
     OPAL_THREAD_LOCK(&mc->lock);
     /* no search while no message waits (a stream whose receives are posted

@@ -96,8 +96,8 @@ OBJ_CLASS_DECLARATION(mca_pml_mdq_recv_request_t);
  * flag read after the signal once returned a request that another thread
  * had already taken again: two receives shared one request, the posted
  * queue lost them, and MPICH's threads/pt2pt "threads" hung in 4 of 19 runs.)
- * A round of a persistent request starts at 0; one created inactive starts
- * at 1, its PML side done. */
+ * A persistent request created inactive starts at 1, its PML side done;
+ * each round takes one off (mdq_request_round_start). */
 static inline volatile int32_t *mdq_request_released(mca_pml_base_request_t *base)
 {
     if (MCA_PML_REQUEST_SEND == base->req_type) {
@@ -129,6 +129,19 @@ static inline bool mdq_request_pml_done(mca_pml_base_request_t *base, bool signa
         ompi_request_complete(&base->req_ompi, true);
     }
     return mdq_request_side_done(base);
+}
+
+/* A persistent request starts a round: its PML side is busy again. One is
+ * taken off atomically, not 0 stored: the previous round's PML side adds its
+ * one after signalling completion, and by then the user may have restarted
+ * the request from another thread. A store lost that add, a later round then
+ * returned the request to its free list while the user still held it, and
+ * the next round sent from a cleaned convertor (MPICH threads/pt2pt
+ * mt_ssendrecv_pers_huge: a segfault in 1 of about 40 runs; the persistent
+ * phase of tests/mpi/pt2pt_threads crashed in most runs). */
+static inline void mdq_request_round_start(mca_pml_base_request_t *base)
+{
+    OPAL_THREAD_ADD_FETCH32(mdq_request_released(base), -1);
 }
 
 /* back to the free list: by the side that finished last (or by a call that
@@ -197,7 +210,9 @@ static inline void mca_pml_mdq_recv_request_reset(mca_pml_mdq_recv_request_t *re
         size_t zero = 0;
         opal_convertor_set_position(&req->req_recv.req_base.req_convertor, &zero);
     }
-    req->released = 0;
+    if (req->req_recv.req_base.req_ompi.req_persistent) {
+        mdq_request_round_start(&req->req_recv.req_base);
+    } /* else 0 since the allocation */
     req->events = 1;
     req->received = 0;
     req->length = 0;

@@ -654,7 +654,6 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
 
     MCA_PML_BASE_SEND_START(&sendreq->req_send);
     sendreq->req_send.req_base.req_ompi.req_status.MPI_ERROR = OMPI_SUCCESS;
-    sendreq->released = 0;
     sendreq->ep = mca_bml_base_get_endpoint(sendreq->req_send.req_base.req_proc);
     if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {
         return OMPI_ERR_UNREACH;
@@ -686,6 +685,11 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
         sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
     }
     sendreq->seq_set = false;
+    if (sendreq->req_send.req_base.req_ompi.req_persistent) {
+        /* after the last failure return: a round that failed to start
+         * leaves the PML side done */
+        mdq_request_round_start(&sendreq->req_send.req_base);
+    } /* else 0 since the allocation */
 
     size = sendreq->req_send.req_bytes_packed;
     sendreq->contig = !opal_convertor_need_buffers(&sendreq->req_send.req_base.req_convertor);
