@@ -57,6 +57,7 @@ bool mca_pml_mdq_vader_fbox_safe(mca_btl_base_module_t *btl, struct mca_btl_base
 #include "opal/threads/threads.h"
 
 static mca_btl_base_module_t *vader_module; /* the module found to be vader */
+static mca_btl_base_module_t *other_module; /* the last module found not to be */
 static unsigned int vader_fbox_size;        /* btl_vader_fbox_size, read once */
 /* After a box found full, the next MDQ_FBOX_FULL_SKIP messages do not look
  * at the receiver's start offset again: in a stream that keeps the box
@@ -72,12 +73,17 @@ static bool mdq_btl_is_vader(mca_btl_base_module_t *btl)
     if (OPAL_LIKELY(btl == vader_module)) {
         return true;
     }
+    if (btl == other_module) {
+        return false; /* no name compared per message where vader is not used */
+    }
     if (NULL != vader_module
         || 0 != strcmp(btl->btl_component->btl_version.mca_component_name, "vader")) {
+        other_module = btl;
         return false;
     }
     if (OPAL_SUCCESS != mca_base_var_find_by_name("btl_vader_fbox_size", &idx)
         || OPAL_SUCCESS != mca_base_var_get_value(idx, &value, NULL, NULL) || NULL == value) {
+        other_module = btl;
         return false;
     }
     vader_fbox_size = *value;
