@@ -3,8 +3,11 @@
  * MPI_Ibsend return MPI_ERR_BUFFER through the communicator's error handler
  * (MPI_ERRORS_RETURN here), and the failed sends leave no hole in the
  * message order: every later message to the same rank arrives, in order.
+ * MPI_Start of a persistent buffered send that does not fit fails the same
+ * way and leaves the request inactive (a wait returns at once).
  */
 #include "pt2pt_common.h"
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -33,6 +36,21 @@ int main(int argc, char **argv)
         MPI_Error_class(rc, &cls);
         CHECK(MPI_ERR_BUFFER == cls, "Ibsend beyond the attached buffer: class %d", cls);
         if (MPI_SUCCESS == rc) MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        /* a persistent buffered send whose round fails to start is
+         * inactive again: a wait returns at once, and it can be freed */
+        rc = MPI_Bsend_init(big, (int) sizeof(big), MPI_BYTE, 1, 1, MPI_COMM_WORLD, &rq);
+        CHECK(MPI_SUCCESS == rc, "Bsend_init failed (%d)", rc);
+        rc = MPI_Start(&rq);
+        MPI_Error_class(rc, &cls);
+        CHECK(MPI_ERR_BUFFER == cls, "Start of a Bsend_init beyond the attached buffer: class %d",
+              cls);
+        alarm(30); /* a wait on a request left active would hang */
+        rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        alarm(0);
+        CHECK(MPI_SUCCESS == rc, "Wait on the persistent request that did not start (%d)", rc);
+        rc = MPI_Request_free(&rq);
+        CHECK(MPI_SUCCESS == rc && MPI_REQUEST_NULL == rq, "Request_free after a failed Start (%d)",
+              rc);
         /* later traffic to the same rank: standard, then buffered again */
         rc = MPI_Send(big, (int) sizeof(big), MPI_BYTE, 1, 2, MPI_COMM_WORLD);
         CHECK(MPI_SUCCESS == rc, "Send after the failed Bsend failed (%d)", rc);

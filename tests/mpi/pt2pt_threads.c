@@ -25,9 +25,10 @@
  * thread (a synchronous send completes on the peer's ACK), added its one
  * after signalling, so the store could lose it, and a later round then
  * returned the request to the free list while the user still held it. The
- * old code crashed in 5 of 6 runs of this phase (segfault, or free() of an
- * invalid pointer); versions of it with a rendezvous round every 100, or
- * standard-mode small sends, caught it in 0-1 of 6.
+ * old code crashed in 3 of 4 runs of this test, and in 5 of 6 runs of this
+ * phase alone (segfault, or free() of an invalid pointer); versions of the
+ * phase with a rendezvous round every 100, or standard-mode small sends,
+ * caught it in 0-1 of 6.
  */
 #include "pt2pt_common.h"
 #include <pthread.h>
@@ -201,21 +202,25 @@ static void persistent_rounds(int t, size_t n, int rounds, int sync)
     int sender = 0 == rank % 2;
     unsigned char *buf = calloc(1, n);
     MPI_Request r;
+    if (NULL == buf) MPI_Abort(MPI_COMM_WORLD, 2);
     if (sender && sync) MPI_Ssend_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
     else if (sender) MPI_Send_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
     else MPI_Recv_init(buf, (int) n, MPI_BYTE, peer, 3000 + t, MPI_COMM_WORLD, &r);
     for (int it = 0; it < rounds; it++) {
         if (sender) fill(buf, n, t * 100 + it);
+        MPI_Status st;
+        int cnt = -1;
         MPI_Start(&r);
-        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        MPI_Wait(&r, &st);
         if (r == MPI_REQUEST_NULL) {
             fprintf(stderr, "[%d] thread %d: a persistent request became MPI_REQUEST_NULL\n", rank, t);
             __atomic_add_fetch(&errs, 1, __ATOMIC_RELAXED);
-            break;
+            MPI_Abort(MPI_COMM_WORLD, 1); /* the peer thread would wait forever */
         }
-        if (!sender && verify(buf, n, t * 100 + it)) {
-            fprintf(stderr, "[%d] thread %d round %d: bad data in a persistent receive (%zu B)\n",
-                    rank, t, it, n);
+        if (!sender) MPI_Get_count(&st, MPI_BYTE, &cnt);
+        if (!sender && ((size_t) cnt != n || verify(buf, n, t * 100 + it))) {
+            fprintf(stderr, "[%d] thread %d round %d: bad persistent receive (%d of %zu B)\n",
+                    rank, t, it, cnt, n);
             __atomic_add_fetch(&errs, 1, __ATOMIC_RELAXED);
         }
     }
@@ -233,12 +238,23 @@ static void *persistent_worker(void *arg)
     return NULL;
 }
 
+static void persistent_hung(int sig)
+{
+    (void) sig;
+    static const char msg[] = "persistent phase: not done within 120 s (a completion lost?)\n";
+    (void) !write(2, msg, sizeof(msg) - 1);
+    _exit(1);
+}
+
 static void persistent_phase(void)
 {
     pthread_t th[PTHREADS];
+    signal(SIGALRM, persistent_hung);
+    alarm(120); /* about 20 s here, oversubscribed */
     for (int t = 0; t < PTHREADS; t++) pthread_create(&th[t], NULL, persistent_worker, (void *) (intptr_t) t);
     for (int t = 0; t < PTHREADS; t++) pthread_join(th[t], NULL);
     MPI_Barrier(MPI_COMM_WORLD);
+    alarm(0);
 }
 
 int main(int argc, char **argv)

@@ -254,15 +254,17 @@ static void mdq_recv_request_pipeline(mca_pml_mdq_recv_request_t *req)
 {
     mdq_hdr_cts_t cts = {.sreq = req->sreq, .rreq = mdq_ptr_to_u64(req), .addr = 0,
                          .length = req->length, .hlen = 0, .pad = 0};
+    mca_bml_base_endpoint_t *ep = req->ep;
     req->received = 0;
     OPAL_THREAD_ADD_FETCH64((volatile int64_t *) &mca_pml_mdq.counters.pipeline, 1);
     if (0 == cts.length) {
-        /* nothing will arrive: complete before the request can be reused */
+        /* nothing will arrive: complete before the request can be reused
+         * (from then on the user may restart or free it: ep read before) */
         mca_pml_mdq_recv_request_event_done(req);
     }
     /* with btl/self the fragments (and our completion) may arrive inside
      * this call: req must not be touched afterwards */
-    mca_pml_mdq_send_ctl(req->ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
+    mca_pml_mdq_send_ctl(ep, NULL, MDQ_TAG_CTS, &cts, sizeof(cts));
 }
 
 int mca_pml_mdq_recv_request_start_get(mca_pml_mdq_recv_request_t *req)
@@ -897,6 +899,9 @@ void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
 {
     const mdq_hdr_frag_t *fh = (const mdq_hdr_frag_t *) des->des_segments[0].seg_addr.pval;
     mca_pml_mdq_recv_request_t *req = mdq_u64_to_ptr(fh->rreq);
+    /* read before the count: once another thread's fragment completes the
+     * request, the user may restart it and the length change */
+    size_t length = req->length;
     mca_pml_mdq_msg_t msg;
     size_t bytes;
     (void) tag;
@@ -904,11 +909,11 @@ void mca_pml_mdq_cb_frag(mca_btl_base_module_t *btl, mca_btl_base_tag_t tag,
 
     mdq_msg_from_des(&msg, MDQ_TAG_FRAG, btl, des, sizeof(*fh));
     bytes = msg.len;
-    if (fh->offset + bytes > req->length) {
-        bytes = fh->offset < req->length ? req->length - fh->offset : 0;
+    if (fh->offset + bytes > length) {
+        bytes = fh->offset < length ? length - fh->offset : 0;
     }
     mdq_recv_unpack_piece(req, msg.iov, msg.iov_count, fh->offset);
-    if (OPAL_THREAD_ADD_FETCH_SIZE_T(&req->received, bytes) == req->length) {
+    if (OPAL_THREAD_ADD_FETCH_SIZE_T(&req->received, bytes) == length) {
         mca_pml_mdq_recv_request_event_done(req);
     }
 }
@@ -1056,6 +1061,13 @@ int mca_pml_mdq_start(size_t count, ompi_request_t **requests)
             rc = OMPI_ERR_REQUEST;
         }
         if (OMPI_SUCCESS != rc) {
+            /* the round did not start (each start fails before it takes
+             * the PML side): inactive again, so a wait returns at once and
+             * a later start or free works */
+            base = (mca_pml_base_request_t *) requests[i];
+            base->req_pml_complete = true;
+            base->req_ompi.req_complete = REQUEST_COMPLETED;
+            base->req_ompi.req_state = OMPI_REQUEST_INACTIVE;
             return rc;
         }
     }

@@ -646,7 +646,7 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
 {
     ompi_communicator_t *comm = sendreq->req_send.req_base.req_comm;
     mca_pml_mdq_comm_t *mc = mca_pml_mdq_comm_of(comm);
-    mca_pml_mdq_peer_t *peer;
+    mca_pml_mdq_peer_t *peer = NULL;
     mca_bml_base_btl_t *bml_btl;
     size_t size, hsize;
     bool sync = MCA_PML_BASE_SEND_SYNCHRONOUS == sendreq->req_send.req_send_mode;
@@ -657,6 +657,14 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     sendreq->ep = mca_bml_base_get_endpoint(sendreq->req_send.req_base.req_proc);
     if (OPAL_UNLIKELY(NULL == sendreq->ep || NULL == mc)) {
         return OMPI_ERR_UNREACH;
+    }
+    if (!sendreq->seq_set) {
+        /* before packing a buffered send: a failure here must not leave
+         * the attached buffer's space taken */
+        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
+        if (OPAL_UNLIKELY(NULL == peer)) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
     }
     if (MCA_PML_BASE_SEND_BUFFERED == sendreq->req_send.req_send_mode) {
         if (sendreq->req_send.req_base.req_ompi.req_persistent
@@ -678,10 +686,6 @@ int mca_pml_mdq_send_request_start(mca_pml_mdq_send_request_t *sendreq)
     }
 
     if (!sendreq->seq_set) {
-        peer = mca_pml_mdq_peer_get(mc, sendreq->req_send.req_base.req_peer);
-        if (OPAL_UNLIKELY(NULL == peer)) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
         sendreq->seq = (uint16_t) (OPAL_THREAD_ADD_FETCH32(&peer->send_seq, 1) - 1);
     }
     sendreq->seq_set = false;
