@@ -40,6 +40,23 @@
 
 static MPI_Comm comms[NTHREADS];
 
+static const char *watchdog_msg;
+
+static void watchdog_fired(int sig)
+{
+    (void) sig;
+    (void) !write(2, watchdog_msg, strlen(watchdog_msg));
+    _exit(1);
+}
+
+/* a phase that does not end within secs (alarm(0)) ends the process with msg */
+static void watchdog(const char *msg, unsigned secs)
+{
+    watchdog_msg = msg;
+    signal(SIGALRM, watchdog_fired);
+    alarm(secs);
+}
+
 static void *worker(void *arg)
 {
     int t = (int) (intptr_t) arg;
@@ -102,19 +119,10 @@ static void *rate_worker(void *arg)
     return NULL;
 }
 
-static void rate_hung(int sig)
-{
-    (void) sig;
-    static const char msg[] = "message-rate phase: no progress for 60 s (a receive lost?)\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(1);
-}
-
 static void rate_phase(void)
 {
     pthread_t th[NTHREADS];
-    signal(SIGALRM, rate_hung);
-    alarm(60);
+    watchdog("message-rate phase: no progress for 60 s (a receive lost?)\n", 60);
     for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, rate_worker, NULL);
     for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -160,15 +168,6 @@ static void *bsend_worker(void *arg)
     return NULL;
 }
 
-static void detach_hung(int sig)
-{
-    (void) sig;
-    static const char msg[] = "MPI_Buffer_detach did not return within 60 s: the count of "
-                              "pending buffered sends is wrong\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(1);
-}
-
 static void buffered_phase(void)
 {
     pthread_t th[NTHREADS];
@@ -180,8 +179,8 @@ static void buffered_phase(void)
     MPI_Buffer_attach(buf, size);
     for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, bsend_worker, (void *) (intptr_t) t);
     for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
-    signal(SIGALRM, detach_hung);
-    alarm(60);
+    watchdog("MPI_Buffer_detach did not return within 60 s: the count of pending buffered "
+             "sends is wrong\n", 60);
     void *addr;
     MPI_Buffer_detach(&addr, &size);
     alarm(0);
@@ -238,19 +237,11 @@ static void *persistent_worker(void *arg)
     return NULL;
 }
 
-static void persistent_hung(int sig)
-{
-    (void) sig;
-    static const char msg[] = "persistent phase: not done within 120 s (a completion lost?)\n";
-    (void) !write(2, msg, sizeof(msg) - 1);
-    _exit(1);
-}
-
 static void persistent_phase(void)
 {
     pthread_t th[PTHREADS];
-    signal(SIGALRM, persistent_hung);
-    alarm(120); /* about 20 s here, oversubscribed */
+    watchdog("persistent phase: not done within 120 s (a completion lost?)\n",
+             120); /* about 20 s here, oversubscribed */
     for (int t = 0; t < PTHREADS; t++) pthread_create(&th[t], NULL, persistent_worker, (void *) (intptr_t) t);
     for (int t = 0; t < PTHREADS; t++) pthread_join(th[t], NULL);
     MPI_Barrier(MPI_COMM_WORLD);
